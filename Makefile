@@ -1,0 +1,74 @@
+# The book's two commands: `make book` and `make test` (see README.md).
+# Every target sets up .venv first; setup is idempotent.
+
+PROFILE ?= default
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+NB_DIR := _build/nb/$(PROFILE)
+ifeq ($(PROFILE),ci)
+SITE_ROOT := _build/ci
+else
+SITE_ROOT := .
+endif
+HTML_DIR := $(SITE_ROOT)/_build/html
+
+# Determinism and quiet batch runs: CPU JAX, fixed thread counts, no display, no progress bars.
+export JAX_PLATFORMS := cpu
+export OMP_NUM_THREADS := 2
+export OPENBLAS_NUM_THREADS := 2
+export MKL_NUM_THREADS := 2
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+export TQDM_DISABLE := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help setup execute html book test unit nbval browser bench clean
+
+help:
+	@echo "make book                 set up, execute every page (default profile), render _build/html"
+	@echo "make book PROFILE=paper   the same at the paper's sizes (hours)"
+	@echo "make test                 set up, execute the ci profile, unit tests, nbval, book build, browser check"
+	@echo "make bench                run the benchmarks and write book/_data/benchmarks.json"
+
+setup: $(STAMP)
+
+# (Re)create .venv when it is missing or not Python 3.11; reinstall when the lock or pyproject changes.
+$(STAMP): requirements.lock pyproject.toml
+	@if ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null; then \
+		echo "setup: creating $(VENV) with $(PYTHON)"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+execute: setup
+	$(PY) -m xfmr.book.execute --profile $(PROFILE) --out $(NB_DIR)
+
+html: setup
+	$(PY) -m xfmr.book.render --notebooks $(NB_DIR) --site-root $(SITE_ROOT)
+
+book: execute html
+	@echo "book: $(HTML_DIR)/index.html"
+
+unit: setup
+	$(PY) -m pytest tests -q
+
+nbval: setup
+	$(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		$(NB_DIR)/book
+
+browser: setup
+	$(PY) -m xfmr.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
+
+test: PROFILE := ci
+test: setup
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory execute html nbval browser PROFILE=ci
+
+bench: setup
+	$(PY) -m xfmr.bench --out book/_data/benchmarks.json
+
+clean:
+	rm -rf _build

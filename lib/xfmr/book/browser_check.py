@@ -1,0 +1,192 @@
+"""Load every page of the built book in headless Chromium and fail on what a reader would see.
+
+A page fails when MathJax reports an error (or never loads although the page has math), when
+a local link points to a file or anchor that does not exist, when a local request (image,
+script, stylesheet) fails, or when an image (a figure) did not load. The front page is saved
+as a screenshot.
+
+    python -m xfmr.book.browser_check --site _build/html --screenshot _build/front-page.png
+
+Chromium is Debian's ``chromium`` package (``.ci/run`` installs it). Without it the check
+says so loudly and exits 0 on a developer's machine, but exits 1 under CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+import shutil
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
+SKIP_PAGES = {"genindex.html", "search.html"}
+
+# Runs in the page: wait for MathJax, then report math errors, broken images and links.
+INSPECT_JS = """
+async () => {
+  const hasMath = document.querySelector('.math, mjx-container, span.math, div.math') !== null;
+  let mathjax = 'absent';
+  if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
+    await window.MathJax.startup.promise;
+    if (window.MathJax.typesetPromise) { await window.MathJax.typesetPromise(); }
+    mathjax = 'loaded';
+  }
+  const mathErrors = Array.from(document.querySelectorAll('mjx-merror, .MathJax_Error'))
+    .map(e => e.getAttribute('data-mjx-error') || e.textContent).slice(0, 5);
+  const rendered = document.querySelectorAll('mjx-container').length;
+  const images = Array.from(document.images).map(img => ({
+    src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0,
+    figure: img.closest('.cell_output, figure, .output') !== null }));
+  const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
+  const ids = Array.from(document.querySelectorAll('[id]')).map(e => e.id);
+  return {hasMath, mathjax, mathErrors, rendered, images, links, ids};
+}
+"""
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def serve(site: Path) -> tuple[ThreadingHTTPServer, str]:
+    """Serve ``site`` on a free loopback port in a background thread."""
+    handler = functools.partial(QuietHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+def site_pages(site: Path) -> list[Path]:
+    """Every HTML page of the book (not Sphinx's own index and search pages, not assets)."""
+    pages = []
+    for path in sorted(site.rglob("*.html")):
+        rel = path.relative_to(site)
+        if rel.parts[0] in SKIP_DIRS or rel.name in SKIP_PAGES:
+            continue
+        pages.append(rel)
+    return pages
+
+
+def redirect_target(path: Path) -> str | None:
+    """The target of a ``<meta http-equiv="refresh">`` stub page, else None."""
+    match = re.search(r'http-equiv="refresh"[^>]*url=([^"]+)"', path.read_text(errors="replace"), re.IGNORECASE)
+    return match.group(1).split("#")[0] if match else None
+
+
+def local_target(site: Path, base: str, url: str) -> tuple[Path, str] | None:
+    """Map a link on the served site to (file, fragment); None for links elsewhere."""
+    parsed = urlparse(url)
+    if not url.startswith(base):
+        return None
+    path = unquote(parsed.path)[len(urlparse(base).path):]
+    target = site / path
+    if path == "" or path.endswith("/"):
+        target = target / "index.html"
+    return target, parsed.fragment
+
+
+def check_site(site: Path, screenshot: Path | None) -> list[str]:
+    """All problems found on all pages, as readable lines (empty when the site is fine)."""
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    server, base = serve(site)
+    ids_cache: dict[Path, set[str]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            # The book must render offline: anything not on the local server is refused.
+            context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
+                          else route.abort())
+            for rel in site_pages(site):
+                redirect = redirect_target(site / rel)
+                if redirect is not None:  # a meta-refresh stub: its target must exist
+                    if not (site / rel).parent.joinpath(redirect).exists():
+                        problems.append(f"{rel.as_posix()}: redirects to a missing page {redirect}")
+                    continue
+                page = context.new_page()
+                failed: list[str] = []
+                page.on("requestfailed", lambda r, f=failed: f.append(r.url) if r.url.startswith(base) else None)
+                page.on("response", lambda r, f=failed: f.append(f"{r.url} ({r.status})")
+                        if r.url.startswith(base) and r.status >= 400 else None)
+                page.goto(urljoin(base, rel.as_posix()), wait_until="load")
+                info = page.evaluate(INSPECT_JS)
+                ids_cache[site / rel] = set(info["ids"])
+                name = rel.as_posix()
+                if info["hasMath"] and info["mathjax"] != "loaded":
+                    problems.append(f"{name}: page has math but MathJax did not load")
+                if info["hasMath"] and info["rendered"] == 0:
+                    problems.append(f"{name}: page has math but MathJax rendered nothing")
+                problems += [f"{name}: MathJax error: {e}" for e in info["mathErrors"]]
+                problems += [f"{name}: image did not load: {i['src']}" for i in info["images"] if not i["ok"]]
+                problems += [f"{name}: local request failed: {u}" for u in failed]
+                for url in info["links"]:
+                    target = local_target(site, base, url)
+                    if target is None:
+                        continue
+                    path, fragment = target
+                    if not path.exists():
+                        problems.append(f"{name}: broken link to {url}")
+                    elif fragment and path.suffix == ".html":
+                        if path not in ids_cache:
+                            ids_cache[path] = _ids_of(context, urljoin(base, path.relative_to(site).as_posix()))
+                        if unquote(fragment) not in ids_cache[path]:
+                            problems.append(f"{name}: link to a missing anchor {url}")
+                if screenshot is not None and rel.as_posix() in ("index.html", "book/index.html"):
+                    screenshot.parent.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(screenshot), full_page=False)
+                page.close()
+            browser.close()
+    finally:
+        server.shutdown()
+    return problems
+
+
+def _ids_of(context, url: str) -> set[str]:
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    ids = set(page.evaluate("() => Array.from(document.querySelectorAll('[id]')).map(e => e.id)"))
+    page.close()
+    return ids
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--site", type=Path, required=True, help="the built HTML folder")
+    parser.add_argument("--screenshot", type=Path, help="where to save a screenshot of the front page")
+    args = parser.parse_args(argv)
+    if chromium_path() is None:
+        message = ("browser check: NOT RUN - headless Chromium is not installed "
+                   "(Debian package 'chromium'; .ci/run installs it)")
+        print("!" * len(message), message, "!" * len(message), sep="\n", file=sys.stderr)
+        return 1 if os.environ.get("CI", "").lower() == "true" else 0
+    site = args.site.resolve()
+    if not (site / "index.html").exists():
+        print(f"browser check: no built site at {site} (run the book build first)", file=sys.stderr)
+        return 1
+    problems = check_site(site, args.screenshot)
+    n_pages = len(site_pages(site))
+    for line in problems:
+        print(f"browser check: {line}", file=sys.stderr)
+    print(f"browser check: {n_pages} pages, {len(problems)} problems", flush=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

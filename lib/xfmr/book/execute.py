@@ -1,0 +1,165 @@
+"""Execute the book's pages into a separate tree that mirrors ``book/``.
+
+Every page of ``_toc.yml`` that is a notebook (a jupytext MyST file with a kernelspec) is
+converted with jupytext, given the parameters of the chosen profile by papermill, executed
+with the ``python3`` kernel in its own folder of the output tree, and saved as ``.ipynb``.
+Pages without code are copied. The execution-statistics page runs last and reads the
+runtimes of this run from ``stats.json`` at the root of the output tree.
+
+    python -m xfmr.book.execute --profile ci --out _build/nb/ci
+    python -m xfmr.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
+
+Exits non-zero, naming every page that failed, if any page raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill
+
+from xfmr.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
+
+STATS_PAGE = "book/about/execution"
+STATS_FILE = "stats.json"
+
+
+def find_root(start: Path) -> Path:
+    """The repository root: the nearest folder upwards that holds ``_toc.yml``."""
+    for folder in (start, *start.parents):
+        if (folder / "_toc.yml").exists():
+            return folder
+    raise FileNotFoundError(f"no _toc.yml in {start} or any parent folder")
+
+
+def is_notebook(source: Path) -> bool:
+    """A page is executable when jupytext finds a kernelspec in it."""
+    if source.suffix == ".ipynb":
+        return True
+    return "kernelspec" in jupytext.read(source).metadata
+
+
+def parameters_cell(nb) -> nbformat.NotebookNode | None:
+    """The cell tagged ``parameters`` (at most one is allowed)."""
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) > 1:
+        raise ValueError("a page may have only one cell tagged 'parameters'")
+    return cells[0] if cells else None
+
+
+def execute_page(root: Path, page: str, out: Path, profile: str) -> float:
+    """Execute one notebook page into ``out``; return its runtime in seconds."""
+    source = page_source(root, page)
+    nb = jupytext.read(source)
+    params = profile_overrides(root / "book" / "profiles.yml", page, profile)
+    cell = parameters_cell(nb)
+    if any(c.cell_type == "code" for c in nb.cells) and cell is None:
+        raise ValueError(f"{source}: an executable page needs a code cell tagged 'parameters'")
+    unknown = set(params) - parameter_names(cell.source if cell else "")
+    if unknown:
+        raise ValueError(f"{source}: profile {profile!r} sets {sorted(unknown)}, not in the parameters cell")
+    nb.metadata["xfmr"] = {"profile": profile, "source": str(source.relative_to(root))}
+    target = out / f"{page}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    start = time.perf_counter()
+    papermill.execute_notebook(
+        str(target),
+        str(target),
+        parameters=params,
+        kernel_name="python3",
+        cwd=str(target.parent),
+        progress_bar=False,
+        request_save_on_cell_execute=False,
+    )
+    return time.perf_counter() - start
+
+
+def copy_assets(root: Path, out: Path) -> None:
+    """Copy everything under ``book/`` that is not a page source (data, images)."""
+    for path in (root / "book").rglob("*"):
+        if path.is_file() and path.suffix not in (".md", ".ipynb") and path.name != "profiles.yml":
+            dest = out / path.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+
+
+def orphan_pages(root: Path, pages: list[str]) -> list[str]:
+    """Page sources under ``book/`` that ``_toc.yml`` does not list."""
+    listed = {f"{p}.md" for p in pages} | {f"{p}.ipynb" for p in pages}
+    return sorted(
+        str(p.relative_to(root)) for p in (root / "book").rglob("*.md") if str(p.relative_to(root)) not in listed
+    )
+
+
+def run(root: Path, out: Path, profile: str, only: list[str] | None = None) -> int:
+    pages = toc_pages(root / "_toc.yml")
+    if only:
+        wanted = [str(Path(p).with_suffix("")) for p in only]
+        missing = set(wanted) - set(pages)
+        if missing:
+            print(f"execute: not in _toc.yml: {sorted(missing)}", file=sys.stderr)
+            return 2
+        pages = [p for p in pages if p in wanted]
+    else:
+        orphans = orphan_pages(root, pages)
+        if orphans:
+            print(f"execute: pages not listed in _toc.yml: {orphans}", file=sys.stderr)
+            return 2
+        if out.exists():
+            shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    copy_assets(root, out)
+
+    ordered = [p for p in pages if p != STATS_PAGE] + [p for p in pages if p == STATS_PAGE]
+    stats: list[dict] = []
+    failures: list[str] = []
+    total_start = time.perf_counter()
+    for page in ordered:
+        source = page_source(root, page)
+        if not is_notebook(source):
+            dest = out / source.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest)
+            continue
+        if page == STATS_PAGE:  # it reads the runtimes of the pages before it
+            (out / STATS_FILE).write_text(json.dumps({"profile": profile, "pages": stats}, indent=1))
+        print(f"execute [{profile}] {page} ...", flush=True)
+        try:
+            seconds = execute_page(root, page, out, profile)
+        except Exception as error:  # report every failing page, then fail
+            failures.append(page)
+            print(f"execute: FAILED {page}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            stats.append({"page": page, "seconds": None, "status": "failed"})
+            continue
+        print(f"execute [{profile}] {page}: {seconds:.1f} s", flush=True)
+        stats.append({"page": page, "seconds": round(seconds, 2), "status": "ok"})
+    total = time.perf_counter() - total_start
+    if not only and STATS_PAGE not in ordered:
+        (out / STATS_FILE).write_text(json.dumps({"profile": profile, "pages": stats}, indent=1))
+    print(f"execute [{profile}]: {len(stats)} pages in {total:.1f} s", flush=True)
+    if failures:
+        print(f"execute: {len(failures)} page(s) failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", choices=PROFILES, default="default")
+    parser.add_argument("--out", type=Path, required=True, help="output tree (mirrors the repository root)")
+    parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
+    args = parser.parse_args(argv)
+    root = find_root(Path.cwd())
+    return run(root, args.out.resolve(), args.profile, args.page)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

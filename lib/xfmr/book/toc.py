@@ -1,0 +1,68 @@
+"""Read the book's table of contents and profiles: which pages exist, in which order, and
+which parameters each execution profile overrides."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+PROFILES = ("ci", "default", "paper")
+
+
+def toc_pages(toc_path: Path) -> list[str]:
+    """Every page of ``_toc.yml`` in reading order, as paths without extension (``book/...``)."""
+    toc = yaml.safe_load(Path(toc_path).read_text())
+    pages: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                pages.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    pages.append(toc["root"])
+    walk(toc)
+    return pages
+
+
+def page_source(root: Path, page: str) -> Path:
+    """The source file of a toc entry: ``book/x`` -> ``book/x.md`` (or ``.ipynb``)."""
+    for ext in (".md", ".ipynb"):
+        path = root / f"{page}{ext}"
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"page {page!r} of _toc.yml has no source file {page}.md or {page}.ipynb")
+
+
+def profile_overrides(profiles_path: Path, page: str, profile: str) -> dict:
+    """The parameters that ``profile`` injects into ``page`` (``{}`` for the default profile).
+
+    ``page`` is a toc entry (``book/hessian/single_layer``); the profiles file is keyed by the
+    path under ``book/``.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if profile == "default":
+        return {}
+    table = yaml.safe_load(Path(profiles_path).read_text()) or {}
+    key = page.removeprefix("book/")
+    entry = table.get(key) or {}
+    unknown = set(entry) - set(PROFILES)
+    if unknown:
+        raise ValueError(f"{profiles_path}: page {key!r} names unknown profiles {sorted(unknown)}")
+    return dict(entry.get(profile) or {})
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=")
+
+
+def parameter_names(source: str) -> set[str]:
+    """Names assigned at the top level of a parameters cell's source."""
+    return {m.group(1) for line in source.splitlines() if (m := _ASSIGNMENT.match(line))}

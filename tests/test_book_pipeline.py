@@ -1,0 +1,112 @@
+"""The book's pipeline: table of contents, profiles, and the browser check on a tiny site."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xfmr.book import browser_check, execute, toc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_toc_lists_existing_pages_in_order():
+    pages = toc.toc_pages(ROOT / "_toc.yml")
+    assert pages[0] == "book/index"
+    assert pages[-1] == "book/about/references"
+    assert len(pages) == len(set(pages))
+    for page in pages:
+        toc.page_source(ROOT, page)  # raises if missing
+
+
+def test_no_orphan_pages():
+    assert execute.orphan_pages(ROOT, toc.toc_pages(ROOT / "_toc.yml")) == []
+
+
+def test_every_profile_names_real_parameters():
+    import jupytext
+    import yaml
+
+    table = yaml.safe_load((ROOT / "book" / "profiles.yml").read_text())
+    pages = set(toc.toc_pages(ROOT / "_toc.yml"))
+    for key, profiles in table.items():
+        page = f"book/{key}"
+        assert page in pages, f"profiles.yml names {key}, which is not in _toc.yml"
+        nb = jupytext.read(toc.page_source(ROOT, page))
+        names = toc.parameter_names(execute.parameters_cell(nb).source)
+        for profile, overrides in profiles.items():
+            assert profile in ("ci", "paper"), profile
+            assert set(overrides) <= names, (key, profile, set(overrides) - names)
+
+
+def test_every_notebook_page_has_a_parameters_cell():
+    import jupytext
+
+    for page in toc.toc_pages(ROOT / "_toc.yml"):
+        source = toc.page_source(ROOT, page)
+        if execute.is_notebook(source):
+            nb = jupytext.read(source)
+            assert execute.parameters_cell(nb) is not None, page
+            assert nb.metadata["kernelspec"]["name"] == "python3", page
+            assert "sys.path" not in source.read_text(), page
+
+
+def test_parameter_names():
+    assert toc.parameter_names("a = 1\nb: int = 2\n  c = 3\n# d = 4\ne=[1,\n 2]") == {"a", "b", "e"}
+
+
+def test_profile_overrides_rejects_unknown_profile(tmp_path):
+    with pytest.raises(ValueError, match="profile must be one of"):
+        toc.profile_overrides(tmp_path / "p.yml", "book/x", "fast")
+
+
+def test_unknown_profile_parameter_is_an_error(tmp_path):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "profiles.yml").write_text("page:\n  ci: {n_steps: 3}\n")
+    (tmp_path / "book" / "page.md").write_text(
+        "---\nkernelspec:\n  name: python3\n  display_name: Python 3\n  language: python\n"
+        "jupytext:\n  text_representation:\n    format_name: myst\n---\n\n# Page\n\n"
+        "```{code-cell} ipython3\n:tags: [parameters]\n\nseed = 0\n```\n"
+    )
+    with pytest.raises(ValueError, match="n_steps"):
+        execute.execute_page(tmp_path, "book/page", tmp_path / "out", "ci")
+
+
+SITE_PAGE = """<html><head><script src="../_static/mathjax/tex-chtml.js"></script></head><body>
+<p><span class="math">\\(x^2 {BAD}\\)</span></p>
+<a href="{LINK}">link</a>
+<img src="{IMG}">
+</body></html>"""
+
+
+@pytest.mark.skipif(browser_check.chromium_path() is None, reason="headless Chromium is not installed")
+@pytest.mark.parametrize(
+    "bad, link, img, expected",
+    [
+        ("", "other.html", "ok.png", None),
+        ("\\frac{1}", "other.html", "ok.png", "MathJax error"),
+        ("", "missing.html", "ok.png", "broken link"),
+        ("", "other.html#nowhere", "ok.png", "missing anchor"),
+        ("", "other.html", "missing.png", "image did not load"),
+    ],
+)
+def test_browser_check_catches_broken_pages(tmp_path, bad, link, img, expected):
+    from xfmr.book.render import mathjax_dir
+
+    site = tmp_path / "site"
+    (site / "book").mkdir(parents=True)
+    shutil.copytree(mathjax_dir(), site / "_static" / "mathjax")
+    (site / "book" / "ok.png").write_bytes(bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"))
+    (site / "book" / "other.html").write_text("<html><body><p id='here'>x</p></body></html>")
+    (site / "book" / "index.html").write_text(
+        SITE_PAGE.replace("{BAD}", bad).replace("{LINK}", link).replace("{IMG}", img))
+    (site / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/index.html" />')
+    problems = browser_check.check_site(site, tmp_path / "shot.png")
+    if expected is None:
+        assert problems == []
+        assert (tmp_path / "shot.png").stat().st_size > 0
+    else:
+        assert any(expected in p for p in problems), problems
