@@ -15,12 +15,12 @@ SITE_ROOT := .
 endif
 HTML_DIR := $(SITE_ROOT)/_build/html
 
-# Determinism and quiet batch runs: CPU JAX, fixed thread counts, no display, no progress bars.
+# Determinism and quiet batch runs: CPU JAX, fixed thread counts, no progress bars.
+# (Notebook kernels draw with the inline backend: see xfmr.book.execute.INLINE_BACKEND.)
 export JAX_PLATFORMS := cpu
 export OMP_NUM_THREADS := 2
 export OPENBLAS_NUM_THREADS := 2
 export MKL_NUM_THREADS := 2
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -56,7 +56,7 @@ unit: setup
 	$(PY) -m pytest tests -q
 
 nbval: setup
-	$(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	MPLBACKEND=module://matplotlib_inline.backend_inline $(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(NB_DIR)/book
 
 browser: setup

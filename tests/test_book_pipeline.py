@@ -110,3 +110,16 @@ def test_browser_check_catches_broken_pages(tmp_path, bad, link, img, expected):
         assert (tmp_path / "shot.png").stat().st_size > 0
     else:
         assert any(expected in p for p in problems), problems
+
+
+def test_a_shown_figure_without_png_is_reported():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("plt.plot([1]); plt.show()"),
+        nbformat.v4.new_code_cell("plt.show()", outputs=[nbformat.v4.new_output(
+            "display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})]),
+        nbformat.v4.new_code_cell("x = 1"),
+    ]
+    assert execute.cells_missing_figures(nb) == [0]

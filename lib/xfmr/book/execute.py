@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -28,6 +29,9 @@ import papermill
 from xfmr.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
 
 STATS_PAGE = "book/about/execution"
+# Kernels draw figures as PNG outputs, whatever backend the calling shell chose (Agg would
+# silently drop every figure).
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 STATS_FILE = "stats.json"
 
 
@@ -79,7 +83,21 @@ def execute_page(root: Path, page: str, out: Path, profile: str) -> float:
         progress_bar=False,
         request_save_on_cell_execute=False,
     )
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    missing = cells_missing_figures(nbformat.read(target, as_version=4))
+    if missing:
+        raise RuntimeError(f"{source}: code cell(s) {missing} call plt.show() but produced no PNG figure")
+    return seconds
+
+
+def cells_missing_figures(nb) -> list[int]:
+    """Indices of code cells that show a figure (``plt.show()``) but have no PNG output."""
+    missing = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and "plt.show()" in cell.source:
+            if not any("image/png" in out.get("data", {}) for out in cell.get("outputs", [])):
+                missing.append(index)
+    return missing
 
 
 def copy_assets(root: Path, out: Path) -> None:
@@ -158,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
     return run(root, args.out.resolve(), args.profile, args.page)
 
 
