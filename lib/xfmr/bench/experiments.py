@@ -1,0 +1,84 @@
+"""Benchmark of the unit of the growth-rate experiments (Part I, Figure 3).
+
+The unit: a one-layer GPT (d_model 128, no LayerNorm, addition task, batch 64) at one
+embedding scale sigma; 20-probe Hutchinson estimates of the Frobenius norms of the W_Q and W_V
+blocks of H, the GGN (= H_o) and H - GGN (= H_f), all three from the same probes. The
+official PyTorch + curvlinops pipeline takes a median 3.26 s for it on the book's 2-core
+machine; the goal is <= 0.33 s. We time the jitted unit with the compilation amortised
+(median of repeated calls at new sigmas and probe keys; the compilation is reported on its
+own row), in float32 (the official dtype) and in float64 (the book's dtype).
+
+The unit is the exact code path of the book's sweeps (``xfmr.curvature.gpt_problem`` with
+``linear_head=True``, as ``sigma_sweep`` uses it for this model): every probe stops at the
+residual after the attention, and the ReLU MLP and unembedding enter through their per-token
+Jacobian, which is exact for this piecewise-linear head (tested against the plain path in
+``tests/test_curvature.py``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["bench_growth_unit", "OFFICIAL_SECONDS", "GOAL_SECONDS"]
+
+OFFICIAL_SECONDS = 3.26
+GOAL_SECONDS = 0.33
+
+
+def _unit(dtype, d_model: int = 128, batch_size: int = 64, n_probes: int = 20):
+    from xfmr.addition import answer_positions, make_batch
+    from xfmr.curvature import cross_entropy, gpt_problem, hutchinson_samples
+    from xfmr.gpt import GPTConfig, embed, init_params
+
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d_model)
+    kp, ke, kx, kb = jax.random.split(jax.random.key(1234), 4)
+    params = init_params(kp, cfg, dtype)
+    params["embed"] = {"W_E": jax.random.normal(ke, (12, d_model), dtype),
+                       "W_pos": jax.random.normal(kx, (18, d_model), dtype)}
+    tokens = make_batch(kb, batch_size)
+    x_base = embed(params, tokens)
+    paths = [("blocks", 0, "attn", "W_Q"), ("blocks", 0, "attn", "W_V")]
+
+    @jax.jit
+    def unit(params, x_base, sigma, key):
+        out_fn, loss_fn, theta = gpt_problem(params, cfg, sigma * x_base, paths,
+                                             cross_entropy(tokens[:, 12:]),
+                                             positions=answer_positions(), linear_head=True)
+        q = hutchinson_samples(out_fn, loss_fn, theta, key, n_probes)
+        # diagonal blocks only: ||H_QQ||, ||H_VV|| (and G, Hf)
+        return {k: jnp.sqrt(jnp.diagonal(jnp.mean(v, -1))) for k, v in q.items()}
+
+    return lambda sigma, key: unit(params, x_base, jnp.asarray(sigma, dtype), key)
+
+
+def bench_growth_unit(repeats: int = 7) -> list[dict]:
+    """Time the growth-rate unit; rows ``{"benchmark", "size", "seconds", "goal", "note"}``."""
+    rows = []
+    size = "d_model 128, 1 layer, batch 64, 20 probes, W_Q and W_V blocks of H, GGN, H - GGN"
+    for name, dtype in (("float32", jnp.float32), ("float64", jnp.float64)):
+        # float64 inside a local context manager: the global JAX config is left alone
+        with jax.enable_x64(dtype == jnp.float64):
+            f = _unit(dtype)
+            t0 = time.perf_counter()
+            jax.block_until_ready(f(0.5, jax.random.key(0)))
+            first = time.perf_counter() - t0
+            times = []
+            for i in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(0.1 * (i + 1), jax.random.key(i + 1)))
+                times.append(time.perf_counter() - t0)
+        med = float(np.median(times))
+        rows.append({
+            "benchmark": f"Part I growth-rate unit ({name}, jit amortised)",
+            "size": size, "seconds": med, "goal": GOAL_SECONDS,
+            "note": (f"median of {repeats} calls after compilation; official PyTorch pipeline "
+                     f"{OFFICIAL_SECONDS} s ({OFFICIAL_SECONDS / med:.1f}x faster)")})
+        rows.append({
+            "benchmark": f"Part I growth-rate unit ({name}, first call incl. jit)",
+            "size": size, "seconds": first, "goal": None,
+            "note": "one-off compilation + first call; paid once per sweep configuration"})
+    return rows
