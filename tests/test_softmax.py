@@ -1,0 +1,57 @@
+"""Softmax derivatives against JAX autodiff."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xfmr import softmax as sm
+
+
+def _scores(seed, n, scale):
+    return scale * jax.random.normal(jax.random.PRNGKey(seed), (n,))
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(n=st.integers(1, 6), seed=st.integers(0, 1000), scale=st.sampled_from([1e-3, 1.0, 8.0]))
+def test_jacobian_and_second_derivative_match_autodiff(n, seed, scale):
+    t = _scores(seed, n, scale)
+    a = jax.nn.softmax(t)
+    J = jax.jacfwd(jax.nn.softmax)(t)
+    D = jax.jacfwd(jax.jacfwd(jax.nn.softmax))(t)
+    assert jnp.allclose(sm.softmax_jacobian(a), J, rtol=1e-12, atol=1e-14)
+    assert jnp.allclose(sm.softmax_second_derivative(a), D, rtol=1e-12, atol=1e-14)
+    u = jax.random.normal(jax.random.PRNGKey(seed + 1), (n,))
+    H = jax.hessian(lambda s: jnp.dot(jax.nn.softmax(s), u))(t)
+    assert jnp.allclose(sm.softmax_second_derivative_along(a, u), H, rtol=1e-12, atol=1e-14)
+    assert jnp.allclose(jnp.einsum("jkl,j->kl", sm.softmax_second_derivative(a), u), H, atol=1e-13)
+
+
+def test_jacobian_is_psd_with_zero_row_sums():
+    a = jax.nn.softmax(_scores(0, 5, 2.0))
+    J = sm.softmax_jacobian(a)
+    assert jnp.allclose(J.sum(axis=1), 0.0, atol=1e-15)
+    assert float(jnp.linalg.eigvalsh(J).min()) > -1e-15
+
+
+def test_row_softmax_jacobian_is_block_diagonal():
+    T = jax.random.normal(jax.random.PRNGKey(3), (3, 4))
+    ref = jax.jacfwd(lambda s: jax.nn.softmax(s.reshape(3, 4), axis=-1).reshape(-1))(T.reshape(-1))
+    assert jnp.allclose(sm.row_softmax_jacobian(jax.nn.softmax(T, axis=-1)), ref, atol=1e-14)
+
+
+def test_batched_and_float32():
+    A = jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(0), (3, 4)).astype(jnp.float32), axis=-1)
+    assert sm.softmax_jacobian(A).shape == (3, 4, 4)
+    assert sm.softmax_jacobian(A).dtype == jnp.float32
+    assert sm.softmax_second_derivative(A).shape == (3, 4, 4, 4)
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="u must have"):
+        sm.softmax_second_derivative_along(jnp.ones(3) / 3, jnp.ones(4))
+    with pytest.raises(TypeError, match="a must be a floating"):
+        sm.softmax_jacobian(jnp.ones(3, dtype=jnp.int32))
+    with pytest.raises(ValueError, match="A must be a 2-D"):
+        sm.row_softmax_jacobian(jnp.ones(3))
