@@ -1,10 +1,39 @@
 """xfmr: the small verified library behind the companion book.
 
-One idea per module:
+One idea per module; every closed form is tested against JAX autodiff in float64.
 
-- :mod:`xfmr.attention`  the single self-attention layer of the paper, its loss, and the
-  autodiff reference for its Hessian and the Gauss-Newton split.
-- :mod:`xfmr.book`       the book's pipeline (execute pages, render, check in a browser).
+Part I, the Hessian of self-attention (theory)
+
+- :mod:`xfmr.attention`        the single self-attention layer of the paper, its square loss,
+  and the autodiff reference for its Hessian and the Gauss-Newton split
+- :mod:`xfmr.matrix_calculus`  row-major vectorisation, Kronecker rules, commutation matrix
+- :mod:`xfmr.softmax`          first and second derivatives of the softmax
+- :mod:`xfmr.moments`          attention moments (mean, covariance, third moment) and ``Z_1``
+- :mod:`xfmr.hessian`          closed-form Hessian blocks (Theorems 3.1, 3.2) and block norms
+
+Part I, experiments
+
+- :mod:`xfmr.gpt`              a GPT-2-style decoder written for the book
+- :mod:`xfmr.addition`         the paper's digit-addition task
+- :mod:`xfmr.curvature`        dense Hessian/GGN blocks and Hutchinson block-norm estimates
+- :mod:`xfmr.slopes`           log-log slopes with an uncertainty over seeds
+
+Part II, cross-entropy
+
+- :mod:`xfmr.losses`           cross-entropy, Brier, squared error on values
+- :mod:`xfmr.divergences`      distributions on a finite alphabet and divergences between them
+- :mod:`xfmr.sources`          Markov-chain sources with exact conditionals
+- :mod:`xfmr.bigram`           a tiny next-token model
+- :mod:`xfmr.train`            the small deterministic training loop (optax) reused by later parts
+
+Part III, K-hop induction heads
+
+- :mod:`xfmr.khop`             the task, its reference implementation and the log-depth construction
+
+The book itself
+
+- :mod:`xfmr.book`             the pipeline: execute pages, render, browser check
+- :mod:`xfmr.bench`            benchmarks (``make bench``)
 """
 
 __version__ = "0.1.0"

@@ -3,8 +3,8 @@
 Every public function returns a list of rows
 ``{"benchmark", "size", "seconds", "peak_mib", "goal", "note"}``. Each measurement runs in a
 fresh Python subprocess (float64 JAX on the CPU), so that ``peak_mib`` is that process's
-peak resident set size (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, which includes the
-JAX runtime itself, about 0.3-0.5 GiB) and one measurement's caches cannot help another.
+peak resident set size (``VmHWM`` of ``/proc/self/status``; ``ru_maxrss`` would inherit the
+parent's peak across fork and exec), which includes the JAX runtime itself (about 0.3 GiB) and one measurement's caches cannot help another.
 
 - :func:`dense_vs_autodiff`: all six blocks of ``H = H_o + H_f`` in closed form versus
   ``jax.hessian`` of the loss on the same layer (both jitted, timed after a warm-up call).
@@ -41,6 +41,10 @@ def instance(L, d_V, d_K, seed=0):
 
 
 def peak_mib():
+    # VmHWM is this process's own peak: ru_maxrss would inherit the parent's across fork + exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
