@@ -53,11 +53,11 @@ book: execute html
 	@echo "book: $(HTML_DIR)/index.html"
 
 unit: setup
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n 2
 
 nbval: setup
 	MPLBACKEND=module://matplotlib_inline.backend_inline $(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		$(NB_DIR)/book
+		-n 2 --dist loadscope 		$(NB_DIR)/book
 
 browser: setup
 	$(PY) -m xfmr.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
