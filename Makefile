@@ -57,7 +57,7 @@ unit: setup
 
 nbval: setup
 	MPLBACKEND=module://matplotlib_inline.backend_inline $(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		-n 2 --dist loadscope 		$(NB_DIR)/book
+		-n 2 --dist loadscope $(NB_DIR)/book
 
 browser: setup
 	$(PY) -m xfmr.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
