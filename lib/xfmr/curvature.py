@@ -33,6 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from xfmr.losses import softmax_cross_entropy
+
 __all__ = [
     "get_path", "set_path", "cross_entropy", "mean_squared_error", "gpt_problem",
     "dense_matrices", "exact_block_norms", "products", "hutchinson_samples",
@@ -72,8 +74,7 @@ def cross_entropy(targets: jax.Array) -> Callable[[jax.Array], jax.Array]:
     targets = jnp.asarray(targets)
 
     def loss(logits):
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
+        return jnp.mean(softmax_cross_entropy(logits, targets))
 
     return loss
 
