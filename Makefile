@@ -25,13 +25,14 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup execute html book test unit nbval browser bench clean
+.PHONY: help setup execute html book test unit nbval browser bench record-paper clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
 	@echo "make book PROFILE=paper   the same at the paper's sizes (hours)"
 	@echo "make test                 set up, execute the ci profile, unit tests, nbval, book build, browser check"
 	@echo "make bench                run the benchmarks and write book/_data/benchmarks.json"
+	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes"
 
 setup: $(STAMP)
 
@@ -66,6 +67,14 @@ test: PROFILE := ci
 test: setup
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory execute html nbval browser PROFILE=ci
+
+# Part I's experiment pages at the paper's sizes (about 1.5 h), runtimes kept for the
+# execution page in book/_data/paper_part1.json.
+PAPER_PART1_PAGES = $(shell sed -n 's|.*file: *\(book/experiments/[a-z_]*\).*|\1.md|p' _toc.yml)
+
+record-paper: setup
+	$(PY) -m xfmr.book.execute --profile paper --out _build/nb/paper-part1 \
+		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json
 
 bench: setup
 	$(PY) -m xfmr.bench --out book/_data/benchmarks.json

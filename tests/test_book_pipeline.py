@@ -73,6 +73,26 @@ def test_unknown_profile_parameter_is_an_error(tmp_path):
         execute.execute_page(tmp_path, "book/page", tmp_path / "out", "ci")
 
 
+def test_record_keeps_the_runtimes_of_a_run(tmp_path):
+    import json
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "profiles.yml").write_text("page:\n  paper: {n: 3}\n")
+    (tmp_path / "book" / "page.md").write_text(
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "    format_version: 0.13\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+        "  language: python\n---\n\n# Page\n\n"
+        "```{code-cell} ipython3\n:tags: [parameters]\n\nn = 1\n```\n\n"
+        "```{code-cell} ipython3\nassert n == 3\n```\n"
+    )
+    record = tmp_path / "data" / "record.json"
+    assert execute.run(tmp_path, tmp_path / "out", "paper", ["book/page.md"], record) == 0
+    kept = json.loads(record.read_text())
+    assert kept["profile"] == "paper" and kept["total_seconds"] > 0
+    assert [(p["page"], p["status"]) for p in kept["pages"]] == [("book/page", "ok")]
+
+
 SITE_PAGE = """<html><head><script src="../_static/mathjax/tex-chtml.js"></script></head><body>
 <p><span class="math">\\(x^2 {BAD}\\)</span></p>
 <a href="{LINK}">link</a>

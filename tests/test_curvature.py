@@ -8,7 +8,7 @@ import pytest
 from xfmr.addition import answer_positions, make_batch
 from xfmr.curvature import (cross_entropy, dense_matrices, exact_block_norms, gpt_problem,
                             hutchinson_block_norms, hutchinson_samples, mean_squared_error,
-                            products, set_path, get_path)
+                            products, set_path, get_path, sigma_sweep)
 from xfmr.gpt import GPTConfig, embed, init_params
 
 PATHS = [("blocks", 0, "attn", n) for n in ("W_Q", "W_K", "W_V")]
@@ -112,3 +112,39 @@ def test_linear_head_is_equivalent():
     with pytest.raises(ValueError, match="linear_head"):
         gpt_problem(*args[:1], GPTConfig(12, 18, 4, layer_norm="pre"), *args[2:],
                     linear_head=True)
+
+
+def test_linear_head_in_earlier_layers_is_equivalent():
+    """The head after the last attention is piecewise linear whatever attention block is
+    differentiated: linear_head gives the same products for blocks of layer 0 of 2."""
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=2, init_std=0.8)
+    params = init_params(jax.random.key(0), cfg, jnp.float64)
+    tokens = make_batch(jax.random.key(1), 3)
+    paths = [("blocks", 0, "attn", "W_Q"), ("blocks", 1, "attn", "W_V")]
+    args = (params, cfg, embed(params, tokens, 2.0), paths, cross_entropy(tokens[:, 12:]))
+    full = gpt_problem(*args, positions=answer_positions())
+    lin = gpt_problem(*args, positions=answer_positions(), linear_head=True)
+    a = hutchinson_samples(*full, jax.random.key(2), 3)
+    b = hutchinson_samples(*lin, jax.random.key(2), 3)
+    for k in ("H", "G", "Hf"):
+        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-10, atol=1e-14)
+    with pytest.raises(ValueError, match="linear_head"):
+        gpt_problem(*args[:3], [("blocks", 1, "mlp", "W_in")], args[4], linear_head=True)
+
+
+@pytest.mark.parametrize("layer_norm,softmax,loss", [("none", True, "ce"), ("pre", True, "ce"),
+                                                     ("none", False, "mse")])
+def test_diagonal_sweep_is_the_diagonal_of_the_full_sweep(layer_norm, softmax, loss):
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=2, layer_norm=layer_norm,
+                    softmax=softmax)
+    paths = [("blocks", l, "attn", n) for l in range(2) for n in ("W_Q", "W_V")]
+    kw = dict(n_seeds=1, batch_size=3, n_probes=2, loss=loss)
+    full = sigma_sweep(cfg, [0.1, 2.0], paths, **kw)
+    diag = sigma_sweep(cfg, [0.1, 2.0], paths, blocks="diagonal", **kw)
+    off = ~np.eye(len(paths), dtype=bool)
+    for k in ("H", "G", "Hf"):
+        np.testing.assert_allclose(np.diagonal(diag[k], axis1=2, axis2=3),
+                                   np.diagonal(full[k], axis1=2, axis2=3), rtol=1e-12, atol=0)
+        assert np.all(np.isnan(diag[k][:, :, off]))
+    with pytest.raises(ValueError, match="blocks"):
+        sigma_sweep(cfg, [0.1], paths, blocks="upper", **kw)

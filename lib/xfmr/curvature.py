@@ -102,13 +102,14 @@ def gpt_problem(params: dict, config, x: jax.Array, paths: Sequence[Sequence],
         loss_fn: a function of the logits at ``positions``.
         positions: output positions (e.g. the answer positions of the addition task).
         linear_head: a faster, equivalent problem when the part of the network after the
-            last attention is piecewise linear (ReLU MLP, no LayerNorm) and every path is in
-            the last block's attention. The output becomes the residual ``r`` right after the
-            last attention, and the loss ``L(z_0 + M (r - r_0))`` uses the per-token
-            Jacobian ``M_t = dz_t / dr_t`` (``V x d``) of the head at the current point.
-            Since the head has zero curvature almost everywhere, ``H``, ``G = J^T M^T (d^2 L)
-            M J`` and ``H_f = sum (M^T g)_k d^2 r_k`` are unchanged, while every probe skips
-            the MLP (it is traversed ``V`` times once, to build ``M``, instead of twice per
+            last attention is piecewise linear (ReLU MLP, no LayerNorm) and every path is an
+            attention block (of any layer), so that the head's own weights are fixed. The
+            output becomes the residual ``r`` right after the last attention, and the loss
+            ``L(z_0 + M (r - r_0))`` uses the per-token Jacobian ``M_t = dz_t / dr_t``
+            (``V x d``) of the head at the current point. Since the head has zero curvature
+            almost everywhere, ``H``, ``G = J^T M^T (d^2 L) M J`` and
+            ``H_f = sum (M^T g)_k d^2 r_k`` are unchanged, while every probe skips the last
+            MLP (it is traversed ``V`` times once, to build ``M``, instead of twice per
             probe).
     """
     from xfmr.gpt import forward_from_embedding, head
@@ -129,12 +130,10 @@ def gpt_problem(params: dict, config, x: jax.Array, paths: Sequence[Sequence],
 
         return out_fn, loss_fn, theta
 
-    last = config.n_layers - 1
-    if config.layer_norm != "none" or config.activation != "relu" or any(
-            tuple(p[:3]) != ("blocks", last, "attn") for p in paths):
-        raise ValueError("linear_head needs layer_norm='none', activation='relu' and paths "
-                         f"in ('blocks', {last}, 'attn', ...), got {config.layer_norm!r}, "
-                         f"{config.activation!r}, {list(paths)}")
+    if not _linear_head_applies(config, paths):
+        raise ValueError("linear_head needs layer_norm='none', activation='relu' and every "
+                         "path in an attention block ('blocks', l, 'attn', ...), got "
+                         f"{config.layer_norm!r}, {config.activation!r}, {list(paths)}")
 
     def out_fn(th):
         return forward_from_embedding(with_theta(th), x, config, positions=positions,
@@ -149,6 +148,12 @@ def gpt_problem(params: dict, config, x: jax.Array, paths: Sequence[Sequence],
         return loss_fn(z0 + jnp.einsum("bmvd,bmd->bmv", M, r - r0))
 
     return out_fn, lin_loss, theta
+
+
+def _linear_head_applies(config, paths: Sequence[Sequence]) -> bool:
+    """Whether :func:`gpt_problem`'s ``linear_head`` is exact for these blocks."""
+    return config.layer_norm == "none" and config.activation == "relu" and all(
+        len(p) >= 3 and p[0] == "blocks" and p[2] == "attn" for p in paths)
 
 
 def _check_problem(out_fn, loss_fn, theta) -> None:
@@ -209,11 +214,15 @@ def products(out_fn, loss_fn, theta, b: int, v_b: jax.Array):
 
 
 def hutchinson_samples(out_fn, loss_fn, theta, key: jax.Array, n_probes: int,
-                       probe_blocks: Sequence[int] | None = None) -> dict[str, jax.Array]:
+                       probe_blocks: Sequence[int] | None = None, *,
+                       key_ids: Sequence[int] | None = None) -> dict[str, jax.Array]:
     """Per-probe squared norms ``||(M v_s)_a||^2`` for ``M`` in ``H, G, Hf``.
 
     Returns ``{kind: array (n_blocks, len(probe_blocks), n_probes)}`` where entry
     ``[a, j, s]`` uses probe ``s`` on block ``probe_blocks[j]``. Traceable (jit it).
+    The probes of block ``b`` are drawn from ``fold_in(key, key_ids[b])`` (by default
+    ``key_ids[b] = b``), so that a problem made of some of the blocks of a larger one can
+    reuse the larger problem's probes.
     """
     _check_problem(out_fn, loss_fn, theta)
     if not isinstance(n_probes, int) or n_probes < 1:
@@ -222,9 +231,12 @@ def hutchinson_samples(out_fn, loss_fn, theta, key: jax.Array, n_probes: int,
     probe_blocks = tuple(range(nb)) if probe_blocks is None else tuple(probe_blocks)
     if any(not 0 <= b < nb for b in probe_blocks):
         raise ValueError(f"probe_blocks must be indices in [0, {nb}), got {probe_blocks}")
+    key_ids = tuple(range(nb)) if key_ids is None else tuple(key_ids)
+    if len(key_ids) != nb:
+        raise ValueError(f"key_ids must have one entry per block ({nb}), got {len(key_ids)}")
     res = {k: [] for k in KINDS}
     for j, b in enumerate(probe_blocks):
-        kb = jax.random.fold_in(key, b)
+        kb = jax.random.fold_in(key, key_ids[b])
         V = jax.random.rademacher(kb, (n_probes,) + theta[b].shape, dtype=theta[b].dtype)
         Gv, Hf_v = jax.vmap(lambda v: products(out_fn, loss_fn, theta, b, v))(V)
         sq = lambda tup: jnp.stack([jnp.sum(jnp.square(t.reshape(n_probes, -1)), 1)  # noqa
@@ -260,7 +272,8 @@ def hutchinson_block_norms(samples: dict[str, jax.Array]) -> dict[str, tuple[np.
 # ----------------------------------------------------------------------------- sigma sweeps
 def sigma_sweep(config, sigmas, paths: Sequence[Sequence], *, n_seeds: int, batch_size: int,
                 n_probes: int, dtype=jnp.float64, loss: str = "ce", base_seed: int = 1234,
-                n_digits: int = 5, linear_head: bool | None = None) -> dict[str, np.ndarray]:
+                n_digits: int = 5, linear_head: bool | None = None,
+                blocks: str = "all") -> dict[str, np.ndarray]:
     """Hutchinson block norms of ``H, G, H_f`` of a GPT on the addition task versus ``sigma``.
 
     Protocol, per seed ``r`` (key ``base_seed + r``): GPT initialisation; a *fixed* base
@@ -271,7 +284,13 @@ def sigma_sweep(config, sigmas, paths: Sequence[Sequence], *, n_seeds: int, batc
     (``loss="mse"``) of the answer digits, from the logits at the answer positions.
 
     ``linear_head`` (see :func:`gpt_problem`) defaults to True where it applies (no LN,
-    ReLU, every path in the last block's attention): same result, faster.
+    ReLU, every path an attention block): same result, faster.
+
+    ``blocks="all"`` estimates every block ``(a, b)``; ``blocks="diagonal"`` only the
+    diagonal blocks ``(a, a)``, each from its own problem ``theta = (theta_a,)`` with the
+    same probes: the same numbers as the diagonal of ``"all"``, but a probe on a block of
+    layer ``l`` is then propagated backwards only down to layer ``l`` (the deep sweeps'
+    saving). Off-diagonal entries are then NaN.
 
     Returns ``{"sigmas": (S,), "H"|"G"|"Hf": (n_seeds, S, nb, nb)}`` with ``nb = len(paths)``
     and entry ``[r, s, a, b]`` the estimate of ``||M_ab||_F``.
@@ -281,6 +300,8 @@ def sigma_sweep(config, sigmas, paths: Sequence[Sequence], *, n_seeds: int, batc
 
     if loss not in ("ce", "mse"):
         raise ValueError(f"loss must be 'ce' or 'mse', got {loss!r}")
+    if blocks not in ("all", "diagonal"):
+        raise ValueError(f"blocks must be 'all' or 'diagonal', got {blocks!r}")
     sig = np.asarray(sigmas, dtype=float)
     if sig.ndim != 1 or np.any(sig <= 0):
         raise ValueError(f"sigmas must be 1-D and positive, got {sig}")
@@ -289,18 +310,28 @@ def sigma_sweep(config, sigmas, paths: Sequence[Sequence], *, n_seeds: int, batc
     pos = answer_positions(n_digits)
     n_ans = n_digits + 1
     if linear_head is None:
-        linear_head = (config.layer_norm == "none" and config.activation == "relu" and all(
-            tuple(p[:3]) == ("blocks", config.n_layers - 1, "attn") for p in paths))
+        linear_head = _linear_head_applies(config, paths)
+    nb = len(paths)
 
     @jax.jit
     def unit(params, x_base, tokens, sigma, key):
         tgt = tokens[:, -n_ans:]
         loss_fn = cross_entropy(tgt) if loss == "ce" else mean_squared_error(
             jax.nn.one_hot(tgt, config.vocab_size, dtype=x_base.dtype))
-        out_fn, loss_fn, theta = gpt_problem(params, config, sigma * x_base, paths, loss_fn,
-                                             positions=pos, linear_head=linear_head)
-        q = hutchinson_samples(out_fn, loss_fn, theta, key, n_probes)
-        return {k: jnp.sqrt(jnp.mean(v, -1)) for k, v in q.items()}
+
+        def estimate(block_ids):
+            problem = gpt_problem(params, config, sigma * x_base, [paths[i] for i in block_ids],
+                                  loss_fn, positions=pos, linear_head=linear_head)
+            q = hutchinson_samples(*problem, key, n_probes, key_ids=block_ids)
+            return {k: jnp.sqrt(jnp.mean(v, -1)) for k, v in q.items()}
+
+        if blocks == "all":
+            return estimate(tuple(range(nb)))
+        out = {k: jnp.full((nb, nb), jnp.nan, x_base.dtype) for k in KINDS}
+        for i in range(nb):
+            est = estimate((i,))
+            out = {k: out[k].at[i, i].set(est[k][0, 0]) for k in KINDS}
+        return out
 
     res = {k: np.zeros((n_seeds, len(sig), len(paths), len(paths))) for k in KINDS}
     for r in range(n_seeds):

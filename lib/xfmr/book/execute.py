@@ -8,6 +8,12 @@ runtimes of this run from ``stats.json`` at the root of the output tree.
 
     python -m xfmr.book.execute --profile ci --out _build/nb/ci
     python -m xfmr.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
+    python -m xfmr.book.execute --profile paper --out _build/nb/paper-part1 \
+        --page book/experiments/growth_rates.md ... --record book/_data/paper_part1.json
+
+``--record FILE`` keeps the runtimes of a successful run (profile, pages, total, date, CPU
+count) in a JSON file of the repository, for the execution page to report a run that is too
+long to repeat on every build (`make record-paper`).
 
 Exits non-zero, naming every page that failed, if any page raises.
 """
@@ -117,7 +123,8 @@ def orphan_pages(root: Path, pages: list[str]) -> list[str]:
     )
 
 
-def run(root: Path, out: Path, profile: str, only: list[str] | None = None) -> int:
+def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
+        record: Path | None = None) -> int:
     pages = toc_pages(root / "_toc.yml")
     if only:
         wanted = [str(Path(p).with_suffix("")) for p in only]
@@ -166,6 +173,12 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None) -> i
     if failures:
         print(f"execute: {len(failures)} page(s) failed: {', '.join(failures)}", file=sys.stderr)
         return 1
+    if record is not None:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({
+            "profile": profile, "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
+            "total_seconds": round(total, 1), "pages": stats}, indent=1) + "\n")
+        print(f"execute: runtimes recorded in {record}", flush=True)
     return 0
 
 
@@ -174,10 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=PROFILES, default="default")
     parser.add_argument("--out", type=Path, required=True, help="output tree (mirrors the repository root)")
     parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
+    parser.add_argument("--record", type=Path, help="write the runtimes of a successful run here")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
     os.environ["MPLBACKEND"] = INLINE_BACKEND
-    return run(root, args.out.resolve(), args.profile, args.page)
+    record = None if args.record is None else args.record.resolve()
+    return run(root, args.out.resolve(), args.profile, args.page, record)
 
 
 if __name__ == "__main__":
