@@ -1,5 +1,6 @@
 """The book's pipeline: table of contents, profiles, and the browser check on a tiny site."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -60,32 +61,28 @@ def test_profile_overrides_rejects_unknown_profile(tmp_path):
         toc.profile_overrides(tmp_path / "p.yml", "book/x", "fast")
 
 
+def _one_page_book(root: Path, profiles: str, cells: str) -> None:
+    """A book with the single notebook page ``book/page`` under ``root``."""
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
+    (root / "book").mkdir()
+    (root / "book" / "profiles.yml").write_text(profiles)
+    (root / "book" / "page.md").write_text(
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "    format_version: 0.13\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+        "  language: python\n---\n\n# Page\n\n" + cells)
+
+
 def test_unknown_profile_parameter_is_an_error(tmp_path):
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "profiles.yml").write_text("page:\n  ci: {n_steps: 3}\n")
-    (tmp_path / "book" / "page.md").write_text(
-        "---\nkernelspec:\n  name: python3\n  display_name: Python 3\n  language: python\n"
-        "jupytext:\n  text_representation:\n    format_name: myst\n---\n\n# Page\n\n"
-        "```{code-cell} ipython3\n:tags: [parameters]\n\nseed = 0\n```\n"
-    )
+    _one_page_book(tmp_path, "page:\n  ci: {n_steps: 3}\n",
+                   "```{code-cell} ipython3\n:tags: [parameters]\n\nseed = 0\n```\n")
     with pytest.raises(ValueError, match="n_steps"):
         execute.execute_page(tmp_path, "book/page", tmp_path / "out", "ci")
 
 
 def test_record_keeps_the_runtimes_of_a_run(tmp_path):
-    import json
-
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "profiles.yml").write_text("page:\n  paper: {n: 3}\n")
-    (tmp_path / "book" / "page.md").write_text(
-        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-        "    format_version: 0.13\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
-        "  language: python\n---\n\n# Page\n\n"
-        "```{code-cell} ipython3\n:tags: [parameters]\n\nn = 1\n```\n\n"
-        "```{code-cell} ipython3\nassert n == 3\n```\n"
-    )
+    _one_page_book(tmp_path, "page:\n  paper: {n: 3}\n",
+                   "```{code-cell} ipython3\n:tags: [parameters]\n\nn = 1\n```\n\n"
+                   "```{code-cell} ipython3\nassert n == 3\n```\n")
     record = tmp_path / "data" / "record.json"
     assert execute.run(tmp_path, tmp_path / "out", "paper", ["book/page.md"], record) == 0
     kept = json.loads(record.read_text())
