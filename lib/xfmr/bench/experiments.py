@@ -1,4 +1,4 @@
-"""Benchmark of the unit of the growth-rate experiments (Part I, Figure 3).
+"""Benchmarks of the units of the growth-rate experiments (Part I, Figure 3).
 
 The unit: a one-layer GPT (d_model 128, no LayerNorm, addition task, batch 64) at one
 embedding scale sigma; 20-probe Hutchinson estimates of the Frobenius norms of the W_Q and W_V
@@ -13,6 +13,10 @@ The unit is the exact code path of the book's sweeps (``xfmr.curvature.gpt_probl
 residual after the attention, and the ReLU MLP and unembedding enter through their per-token
 Jacobian, which is exact for this piecewise-linear head (tested against the plain path in
 ``tests/test_curvature.py``).
+
+The deep unit: the same at one sigma for 5 layers, W_Q and W_V of every layer (the paper
+profile's 5-layer sweep, 400 such units), timed as ``xfmr.curvature.sigma_sweep`` runs it,
+with all blocks estimated together or only the diagonal blocks, each from its own problem.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["bench_growth_unit", "OFFICIAL_SECONDS", "GOAL_SECONDS"]
+__all__ = ["bench_growth_unit", "bench_deep_growth_unit", "OFFICIAL_SECONDS", "GOAL_SECONDS"]
 
 OFFICIAL_SECONDS = 3.26
 GOAL_SECONDS = 0.33
@@ -81,4 +85,38 @@ def bench_growth_unit(repeats: int = 7) -> list[dict]:
             "benchmark": f"Part I growth-rate unit ({name}, first call incl. jit)",
             "size": size, "seconds": first, "goal": None,
             "note": "one-off compilation + first call; paid once per sweep configuration"})
+    return rows
+
+
+def bench_deep_growth_unit(n_layers: int = 5, n_sigma: int = 3) -> list[dict]:
+    """Seconds per sigma of the 5-layer sweep, ``blocks="all"`` against ``"diagonal"``.
+
+    Each ``sigma_sweep`` call compiles its unit once, so the time of one unit is the
+    difference between a sweep over ``1 + n_sigma`` points and a sweep over 1 point,
+    divided by ``n_sigma`` (float64, one seed, compilation excluded by the difference).
+    """
+    from xfmr.curvature import sigma_sweep
+    from xfmr.gpt import GPTConfig
+
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=128, n_layers=n_layers)
+    paths = [("blocks", l, "attn", n) for l in range(n_layers) for n in ("W_Q", "W_V")]
+    size = f"d_model 128, {n_layers} layers, batch 64, 20 probes, W_Q and W_V of every layer"
+    rows, seconds = [], {}
+    with jax.enable_x64(True):
+        for blocks in ("all", "diagonal"):
+            def sweep(n):
+                t0 = time.perf_counter()
+                sigma_sweep(cfg, np.geomspace(0.01, 1.0, n), paths, n_seeds=1, batch_size=64,
+                            n_probes=20, blocks=blocks)
+                return time.perf_counter() - t0
+
+            one = sweep(1)
+            seconds[blocks] = (sweep(1 + n_sigma) - one) / n_sigma
+    for blocks, sec in seconds.items():
+        note = ("every block from one problem (rows of all 10 blocks per probe)" if blocks == "all"
+                else f"diagonal blocks only, each its own problem: "
+                     f"{seconds['all'] / sec:.1f}x faster than all blocks")
+        rows.append({"benchmark": f"Part I 5-layer growth unit (float64, blocks={blocks!r})",
+                     "size": size, "seconds": sec, "goal": None,
+                     "note": f"{note}; jit excluded (difference of two sweeps)"})
     return rows
