@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.divergences import check_distribution
+from xfmr.divergences import _is_concrete, check_distribution
 
 __all__ = [
     "one_hot",
@@ -36,10 +36,6 @@ __all__ = [
     "brier_logit_grad",
     "squared_error",
 ]
-
-
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
 
 
 def _check_scores(x, name: str) -> jax.Array:

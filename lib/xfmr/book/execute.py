@@ -123,6 +123,11 @@ def orphan_pages(root: Path, pages: list[str]) -> list[str]:
     )
 
 
+def write_runtimes(path: Path, profile: str, pages: list[dict], **extra) -> None:
+    """The runtimes of a run as JSON: ``{"profile", **extra, "pages": [{page, seconds, status}]}``."""
+    path.write_text(json.dumps({"profile": profile, **extra, "pages": pages}, indent=1) + "\n")
+
+
 def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
         record: Path | None = None) -> int:
     pages = toc_pages(root / "_toc.yml")
@@ -155,7 +160,7 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
             shutil.copy2(source, dest)
             continue
         if page == STATS_PAGE:  # it reads the runtimes of the pages before it
-            (out / STATS_FILE).write_text(json.dumps({"profile": profile, "pages": stats}, indent=1))
+            write_runtimes(out / STATS_FILE, profile, stats)
         print(f"execute [{profile}] {page} ...", flush=True)
         try:
             seconds = execute_page(root, page, out, profile)
@@ -168,16 +173,15 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
         stats.append({"page": page, "seconds": round(seconds, 2), "status": "ok"})
     total = time.perf_counter() - total_start
     if not only and STATS_PAGE not in ordered:
-        (out / STATS_FILE).write_text(json.dumps({"profile": profile, "pages": stats}, indent=1))
+        write_runtimes(out / STATS_FILE, profile, stats)
     print(f"execute [{profile}]: {len(stats)} pages in {total:.1f} s", flush=True)
     if failures:
         print(f"execute: {len(failures)} page(s) failed: {', '.join(failures)}", file=sys.stderr)
         return 1
     if record is not None:
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({
-            "profile": profile, "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
-            "total_seconds": round(total, 1), "pages": stats}, indent=1) + "\n")
+        write_runtimes(record, profile, stats, date=time.strftime("%Y-%m-%d"),
+                       cpu_count=os.cpu_count(), total_seconds=round(total, 1))
         print(f"execute: runtimes recorded in {record}", flush=True)
     return 0
 
