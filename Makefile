@@ -2,7 +2,9 @@
 # Every target sets up .venv first; setup is idempotent.
 
 PROFILE ?= default
-PYTHON ?= python3.11
+# The interpreter for .venv: PYTHON=... when given, else the first of python3.11, 3.12, 3.13 on PATH.
+SUPPORTED_PYTHONS := python3.11 python3.12 python3.13
+PYTHON ?= $(firstword $(foreach p,$(SUPPORTED_PYTHONS),$(shell command -v $(p) 2>/dev/null)))
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -16,7 +18,7 @@ endif
 HTML_DIR := $(SITE_ROOT)/_build/html
 
 # Determinism and quiet batch runs: CPU JAX, fixed thread counts, no progress bars.
-# (Notebook kernels draw with the inline backend: see xfmr.book.execute.INLINE_BACKEND.)
+# (Notebook kernels draw with the inline backend: see bookkit.book.execute.INLINE_BACKEND.)
 export JAX_PLATFORMS := cpu
 export OMP_NUM_THREADS := 2
 export OPENBLAS_NUM_THREADS := 2
@@ -34,21 +36,30 @@ help:
 	@echo "make bench                run the benchmarks and write book/_data/benchmarks.json"
 	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes"
 
-setup: $(STAMP)
+# setup: pick the interpreter, (re)create .venv when it is missing or was made by another
+# interpreter (its base prefix or version differs), then install when the lock or pyproject
+# changed. Python 3.11-3.13 only.
+setup:
+	@if [ -z "$(PYTHON)" ]; then \
+		echo "setup: no python3.11, python3.12 or python3.13 on PATH; the book supports Python 3.11-3.13: install one, or pass PYTHON=/path/to/python3.1x" >&2; exit 1; fi
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else "setup: $(PYTHON) is Python %d.%d; the book supports Python 3.11, 3.12 and 3.13 (pass PYTHON=python3.11, python3.12 or python3.13)" % v)'
+	@want=$$($(PYTHON) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])'); \
+	have=$$($(PY) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])' 2>/dev/null); \
+	if [ "$$want" != "$$have" ]; then \
+		echo "setup: creating $(VENV) with $(PYTHON) (Python $${want##* })"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
+	@$(MAKE) --no-print-directory $(STAMP)
 
-# (Re)create .venv when it is missing or not Python 3.11; reinstall when the lock or pyproject changes.
 $(STAMP): requirements.lock pyproject.toml
-	@if ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null; then \
-		echo "setup: creating $(VENV) with $(PYTHON)"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
+	@echo "setup: installing requirements.lock into $(VENV) ($$($(PY) --version))"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
 execute: setup
-	$(PY) -m xfmr.book.execute --profile $(PROFILE) --out $(NB_DIR)
+	$(PY) -m bookkit.book.execute --profile $(PROFILE) --out $(NB_DIR)
 
 html: setup
-	$(PY) -m xfmr.book.render --notebooks $(NB_DIR) --site-root $(SITE_ROOT)
+	$(PY) -m bookkit.book.render --notebooks $(NB_DIR) --site-root $(SITE_ROOT)
 
 book: execute html
 	@echo "book: $(HTML_DIR)/index.html"
@@ -61,7 +72,7 @@ nbval: setup
 		-n 2 --dist loadscope $(NB_DIR)/book
 
 browser: setup
-	$(PY) -m xfmr.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
+	$(PY) -m bookkit.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
 
 test: PROFILE := ci
 test: setup
@@ -73,11 +84,11 @@ test: setup
 PAPER_PART1_PAGES = $(shell sed -n 's|.*file: *\(book/experiments/[a-z_]*\).*|\1.md|p' _toc.yml)
 
 record-paper: setup
-	$(PY) -m xfmr.book.execute --profile paper --out _build/nb/paper-part1 \
+	$(PY) -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
 		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json
 
 bench: setup
-	$(PY) -m xfmr.bench --out book/_data/benchmarks.json
+	$(PY) -m bookkit.bench --out book/_data/benchmarks.json
 
 clean:
 	rm -rf _build

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xfmr.book import browser_check, execute, toc
+from bookkit.book import browser_check, execute, toc
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +109,7 @@ SITE_PAGE = """<html><head><script src="../_static/mathjax/tex-chtml.js"></scrip
     ],
 )
 def test_browser_check_catches_broken_pages(tmp_path, bad, link, img, expected):
-    from xfmr.book.render import mathjax_dir
+    from bookkit.book.render import mathjax_dir
 
     site = tmp_path / "site"
     (site / "book").mkdir(parents=True)

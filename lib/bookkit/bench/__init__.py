@@ -2,6 +2,6 @@
 
 Every module of this package may define functions named ``bench_*``; each takes no argument
 and returns a list of rows ``{"benchmark", "size", "seconds", "goal", "note", ...}``.
-``python -m xfmr.bench`` runs them all and writes one JSON table that the book's performance
+``python -m bookkit.bench`` runs them all and writes one JSON table that the book's performance
 page renders. Speed and memory goals live here, never in timed tests.
 """

@@ -5,7 +5,7 @@ a local link points to a file or anchor that does not exist, when a local reques
 script, stylesheet) fails, or when an image (a figure) did not load. The front page is saved
 as a screenshot.
 
-    python -m xfmr.book.browser_check --site _build/html --screenshot _build/front-page.png
+    python -m bookkit.book.browser_check --site _build/html --screenshot _build/front-page.png
 
 Chromium is Debian's ``chromium`` package (``.ci/run`` installs it). Without it the check
 says so loudly and exits 0 on a developer's machine, but exits 1 under CI (``CI=true``).

@@ -6,9 +6,9 @@ with the ``python3`` kernel in its own folder of the output tree, and saved as `
 Pages without code are copied. The execution-statistics page runs last and reads the
 runtimes of this run from ``stats.json`` at the root of the output tree.
 
-    python -m xfmr.book.execute --profile ci --out _build/nb/ci
-    python -m xfmr.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
-    python -m xfmr.book.execute --profile paper --out _build/nb/paper-part1 \
+    python -m bookkit.book.execute --profile ci --out _build/nb/ci
+    python -m bookkit.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
+    python -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
         --page book/experiments/growth_rates.md ... --record book/_data/paper_part1.json
 
 ``--record FILE`` keeps the runtimes of a successful run (profile, pages, total, date, CPU
@@ -26,13 +26,14 @@ import os
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jupytext
 import nbformat
 import papermill
 
-from xfmr.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
+from bookkit.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
 
 STATS_PAGE = "book/about/execution"
 # Kernels draw figures as PNG outputs, whatever backend the calling shell chose (Agg would
@@ -128,8 +129,28 @@ def write_runtimes(path: Path, profile: str, pages: list[dict], **extra) -> None
     path.write_text(json.dumps({"profile": profile, **extra, "pages": pages}, indent=1) + "\n")
 
 
+def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: int) -> list[dict]:
+    """Execute ``pages`` with up to ``jobs`` kernels at once (one kernel per page).
+
+    Returns one ``{page, seconds, status}`` row per page, in the order of ``pages``; a page that
+    raises is reported on stderr and marked ``failed`` while the others go on.
+    """
+    def one(page: str) -> dict:
+        print(f"execute [{profile}] {page} ...", flush=True)
+        try:
+            seconds = execute_page(root, page, out, profile)
+        except Exception as error:  # report every failing page, then fail
+            print(f"execute: FAILED {page}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            return {"page": page, "seconds": None, "status": "failed"}
+        print(f"execute [{profile}] {page}: {seconds:.1f} s", flush=True)
+        return {"page": page, "seconds": round(seconds, 2), "status": "ok"}
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, pages))
+
+
 def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
-        record: Path | None = None) -> int:
+        record: Path | None = None, jobs: int = 2) -> int:
     pages = toc_pages(root / "_toc.yml")
     if only:
         wanted = [str(Path(p).with_suffix("")) for p in only]
@@ -148,31 +169,21 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(root, out)
 
-    ordered = [p for p in pages if p != STATS_PAGE] + [p for p in pages if p == STATS_PAGE]
-    stats: list[dict] = []
-    failures: list[str] = []
-    total_start = time.perf_counter()
-    for page in ordered:
+    for page in pages:  # pages without code are copied as they are
         source = page_source(root, page)
         if not is_notebook(source):
             dest = out / source.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest)
-            continue
-        if page == STATS_PAGE:  # it reads the runtimes of the pages before it
-            write_runtimes(out / STATS_FILE, profile, stats)
-        print(f"execute [{profile}] {page} ...", flush=True)
-        try:
-            seconds = execute_page(root, page, out, profile)
-        except Exception as error:  # report every failing page, then fail
-            failures.append(page)
-            print(f"execute: FAILED {page}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
-            stats.append({"page": page, "seconds": None, "status": "failed"})
-            continue
-        print(f"execute [{profile}] {page}: {seconds:.1f} s", flush=True)
-        stats.append({"page": page, "seconds": round(seconds, 2), "status": "ok"})
+    notebooks = [p for p in pages if p != STATS_PAGE and is_notebook(page_source(root, p))]
+    total_start = time.perf_counter()
+    stats = execute_pages(root, notebooks, out, profile, jobs)
+    if STATS_PAGE in pages:  # it reads the runtimes of the pages before it, so it runs last
+        write_runtimes(out / STATS_FILE, profile, stats)
+        stats += execute_pages(root, [STATS_PAGE], out, profile, 1)
+    failures = [s["page"] for s in stats if s["status"] != "ok"]
     total = time.perf_counter() - total_start
-    if not only and STATS_PAGE not in ordered:
+    if not only and STATS_PAGE not in pages:
         write_runtimes(out / STATS_FILE, profile, stats)
     print(f"execute [{profile}]: {len(stats)} pages in {total:.1f} s", flush=True)
     if failures:
@@ -192,11 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output tree (mirrors the repository root)")
     parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
     parser.add_argument("--record", type=Path, help="write the runtimes of a successful run here")
+    parser.add_argument("--jobs", type=int, default=2, help="pages executed at once, one kernel each (default 2)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     record = None if args.record is None else args.record.resolve()
-    return run(root, args.out.resolve(), args.profile, args.page, record)
+    return run(root, args.out.resolve(), args.profile, args.page, record, args.jobs)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """Render the HTML book from an executed notebook tree, with execution off.
 
-The executed tree (``_build/nb/<profile>``, written by :mod:`xfmr.book.execute`) mirrors the
+The executed tree (``_build/nb/<profile>``, written by :mod:`bookkit.book.execute`) mirrors the
 repository root. This step adds what Sphinx needs beside the notebooks (``_config.yml``,
 ``_toc.yml``, ``references.bib``, a link to ``lib/`` for ``literalinclude``, and MathJax in
 ``_extra/_static/``) and runs ``jupyter-book build --all -W -n --keep-going`` from scratch, so that
 any warning fails the build and no page is executed twice.
 
-    python -m xfmr.book.render --notebooks _build/nb/default --site-root .
+    python -m bookkit.book.render --notebooks _build/nb/default --site-root .
     # -> ./_build/html
 """
 
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xfmr.book.execute import find_root
+from bookkit.book.execute import find_root
 
 ROOT_FILES = ("_config.yml", "_toc.yml", "references.bib")
 

@@ -1,6 +1,6 @@
-"""Run every ``bench_*`` function of :mod:`xfmr.bench` and write the results as JSON.
+"""Run every ``bench_*`` function of :mod:`bookkit.bench` and write the results as JSON.
 
-    python -m xfmr.bench --out book/_data/benchmarks.json [--only hessian]
+    python -m bookkit.bench --out book/_data/benchmarks.json [--only hessian]
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import time
 from datetime import date
 from pathlib import Path
 
-import xfmr.bench
+import bookkit.bench
 
 
 def discover(only: str | None = None):
     """``(module name, function)`` for every ``bench_*`` function in the package, sorted."""
     found = []
-    for info in sorted(pkgutil.iter_modules(xfmr.bench.__path__), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(bookkit.bench.__path__), key=lambda i: i.name):
         if info.name.startswith("_") or (only and info.name != only):
             continue
-        module = importlib.import_module(f"xfmr.bench.{info.name}")
+        module = importlib.import_module(f"bookkit.bench.{info.name}")
         for name in sorted(dir(module)):
             if name.startswith("bench_") and callable(getattr(module, name)):
                 found.append((info.name, getattr(module, name)))
@@ -45,7 +45,7 @@ def cpu_model() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--only", help="run only this module of xfmr.bench (rows of the others are kept)")
+    parser.add_argument("--only", help="run only this module of bookkit.bench (rows of the others are kept)")
     args = parser.parse_args(argv)
     previous = json.loads(args.out.read_text())["rows"] if args.only and args.out.exists() else []
     rows = [r for r in previous if r.get("group") != args.only]
