@@ -30,6 +30,11 @@ Part III, K-hop induction heads
 
 - :mod:`xfmr.khop`             the task, its reference implementation and the log-depth construction
 
+Shared
+
+- :mod:`xfmr.validate`         argument checks every module uses (TypeError for a type, ValueError for a value)
+- :mod:`xfmr.gp`               exact Gaussian-process regression (Parts IV and V)
+
 The book itself
 
 - :mod:`xfmr.book`             the pipeline: execute pages, render, browser check
