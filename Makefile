@@ -4,7 +4,12 @@
 PROFILE ?= default
 # The interpreter for .venv: PYTHON=... when given, else the first of python3.11, 3.12, 3.13 on PATH.
 SUPPORTED_PYTHONS := python3.11 python3.12 python3.13
-PYTHON ?= $(firstword $(foreach p,$(SUPPORTED_PYTHONS),$(shell command -v $(p) 2>/dev/null)))
+# (A name counts only if it runs: a pyenv shim for a version that is not selected does not.)
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for p in $(SUPPORTED_PYTHONS); do $$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
+endif
+# The newest of them that runs, for the second environment of .ci/run (issue: 3.11-3.13).
+NEWEST_PYTHON := $(shell for p in python3.13 python3.12 python3.11; do $$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -27,7 +32,7 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup execute html book test unit nbval browser bench record-paper clean
+.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -42,11 +47,13 @@ help:
 setup:
 	@if [ -z "$(PYTHON)" ]; then \
 		echo "setup: no python3.11, python3.12 or python3.13 on PATH; the book supports Python 3.11-3.13: install one, or pass PYTHON=/path/to/python3.1x" >&2; exit 1; fi
+	@$(PYTHON) -c '' 2>/dev/null || { echo "setup: $(PYTHON) does not run; the book supports Python 3.11, 3.12 and 3.13: pass PYTHON=python3.11, python3.12 or python3.13" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else "setup: $(PYTHON) is Python %d.%d; the book supports Python 3.11, 3.12 and 3.13 (pass PYTHON=python3.11, python3.12 or python3.13)" % v)'
 	@want=$$($(PYTHON) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])'); \
 	have=$$($(PY) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])' 2>/dev/null); \
+	echo "setup: Python $${want##* } ($(PYTHON))"; \
 	if [ "$$want" != "$$have" ]; then \
-		echo "setup: creating $(VENV) with $(PYTHON) (Python $${want##* })"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
+		echo "setup: creating $(VENV) with it$${have:+ (it had Python $${have##* })}"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
 	@$(MAKE) --no-print-directory $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
@@ -86,6 +93,15 @@ PAPER_PART1_PAGES = $(shell sed -n 's|.*file: *\(book/experiments/[a-z_]*\).*|\1
 record-paper: setup
 	$(PY) -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
 		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json
+
+# Unit tests and one page in a second environment made with the newest supported Python on
+# the machine (.ci/run calls it; PYTHON=... picks another interpreter).
+NEWEST_VENV := .venv-newest
+check-newest-python:
+	@echo "check-newest-python: $(NEWEST_PYTHON)"
+	$(MAKE) --no-print-directory unit VENV=$(NEWEST_VENV) PYTHON=$(NEWEST_PYTHON)
+	$(NEWEST_VENV)/bin/python -m bookkit.book.execute --profile ci --out _build/nb/newest-python \
+		--page book/hessian/single_layer.md
 
 bench: setup
 	$(PY) -m bookkit.bench --out book/_data/benchmarks.json
