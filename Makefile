@@ -32,7 +32,7 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python clean
+.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python peers-setup peers bench-peers clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -40,6 +40,8 @@ help:
 	@echo "make test                 set up, execute the ci profile, unit tests, nbval, book build, browser check"
 	@echo "make bench                run the benchmarks and write book/_data/benchmarks.json"
 	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes"
+	@echo "make peers                (optional) PyTorch + curvlinops environment .venv-peers, cross-framework tests"
+	@echo "make bench-peers          (optional) the growth-rate unit timed with PyTorch + curvlinops and with ours"
 
 # setup: pick the interpreter, (re)create .venv when it is missing or was made by another
 # interpreter (its base prefix or version differs), then install when the lock or pyproject
@@ -105,6 +107,40 @@ check-newest-python:
 
 bench: setup
 	$(PY) -m bookkit.bench --out book/_data/benchmarks.json
+
+# The peer environment (issue 17, optional: make test and make book never need it): PyTorch
+# 2.13.0 (CPU) and curvlinops beside the book's own pins, Python 3.11 only, since the CPU wheel
+# of torch 2.13.0 at hand is for 3.11 (elsewhere pip would fetch a CUDA build of several GB).
+# Its lock, requirements-peers.lock, replaces the book's setuptools pin (torch needs >= 77.0.3).
+PEERS_PYTHON ?= $(shell python3.11 -c '' 2>/dev/null && command -v python3.11)
+PEERS_VENV := .venv-peers
+PEERS_PY := $(PEERS_VENV)/bin/python
+PEERS_STAMP := $(PEERS_VENV)/.installed
+
+peers-setup:
+	@if [ -z "$(PEERS_PYTHON)" ]; then \
+		echo "peers: no python3.11 on PATH; the peer environment needs Python 3.11 (pass PEERS_PYTHON=/path/to/python3.11)" >&2; exit 1; fi
+	@$(PEERS_PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "peers: $(PEERS_PYTHON) is Python %d.%d, the peer environment needs 3.11" % sys.version_info[:2])'
+	@want=$$($(PEERS_PYTHON) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])'); \
+	have=$$($(PEERS_PY) -c 'import sys; print(sys.base_prefix, sys.version.split()[0])' 2>/dev/null); \
+	if [ "$$want" != "$$have" ]; then \
+		echo "peers: creating $(PEERS_VENV) with Python $${want##* } ($(PEERS_PYTHON))"; rm -rf $(PEERS_VENV); $(PEERS_PYTHON) -m venv $(PEERS_VENV); fi
+	@$(MAKE) --no-print-directory $(PEERS_STAMP)
+
+$(PEERS_STAMP): requirements.lock requirements-peers.lock pyproject.toml
+	@echo "peers: installing requirements.lock and requirements-peers.lock into $(PEERS_VENV)"
+	grep -v '^setuptools==' requirements.lock > $(PEERS_VENV)/book.lock
+	$(PEERS_PY) -m pip install --quiet --disable-pip-version-check -r $(PEERS_VENV)/book.lock -r requirements-peers.lock
+	$(PEERS_PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(PEERS_STAMP)
+
+# The cross-framework tests (tests_peers/, never collected by `make unit`).
+peers: peers-setup
+	$(PEERS_PY) -m pytest tests_peers -q -n 2
+
+# The growth-rate unit, PyTorch + curvlinops against ours in one run: book/_data/peers.json.
+bench-peers: peers-setup
+	nice -n 10 $(PEERS_PY) -m bookkit.peers.bench --out book/_data/peers.json $(BENCH_PEERS_ARGS)
 
 clean:
 	rm -rf _build

@@ -11,3 +11,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+
+def pytest_configure(config):
+    # curvlinops' dependency backpack scripts a function at import; torch 2.13 deprecates that
+    config.addinivalue_line("filterwarnings",
+                            "ignore:`torch.jit.script` is deprecated:DeprecationWarning")

@@ -78,18 +78,21 @@ def test_hutchinson_same_probes_agree(layer_norm, linear_head):
 
 
 def test_diagonal_block_norms_match_the_growth_unit():
-    """The benchmark's torch pipeline (one operator pair per block) against ours."""
+    """The benchmark's torch pipeline (one operator pair per block) against ours (one problem
+    per block, the linear head, as ``sigma_sweep(blocks="diagonal")`` runs it)."""
     paths = [p for p in PATHS if p[3] in ("W_Q", "W_V")]
-    (out_fn, loss_fn, theta), _ = _both("none", paths=paths, linear_head=True, **PAPER_INIT)
-    _, _, _, _, model, X_t, y_t = small_model("none", n_layers=N_LAYERS, **PAPER_INIT)
+    cfg, params, tokens, x, model, X_t, y_t = small_model("none", n_layers=N_LAYERS, **PAPER_INIT)
     key, n_probes = jax.random.key(3), 4
     probes = [torch.tensor(np.array(jax.random.rademacher(
-        jax.random.fold_in(key, b), (n_probes,) + t.shape, dtype=jnp.float64)))
-        for b, t in enumerate(theta)]
+        jax.random.fold_in(key, b), (n_probes,) + parameter(model, p).shape, dtype=jnp.float64)))
+        for b, p in enumerate(paths)]
     theirs = peers.diagonal_block_norms(model, torch.nn.CrossEntropyLoss(),
                                         [parameter(model, p) for p in paths], X_t, y_t, probes)
-    for b in range(len(paths)):
-        q = hutchinson_samples(out_fn, loss_fn, (theta[b],), key, n_probes, key_ids=(b,))
+    for b, path in enumerate(paths):
+        problem = gpt_problem(params, cfg, x, [path], cross_entropy(tokens[:, -N_ANSWER:]),
+                              positions=answer_positions(), linear_head=True)
+        q = jax.jit(lambda th: hutchinson_samples(*problem[:2], th, key, n_probes,
+                                                  key_ids=(b,)))(problem[2])
         for kind in KINDS:
             np.testing.assert_allclose(theirs[kind][b], np.sqrt(np.asarray(q[kind]).mean()),
-                                       rtol=1e-10, err_msg=f"{kind} block {paths[b]}")
+                                       rtol=1e-10, err_msg=f"{kind} block {path}")
