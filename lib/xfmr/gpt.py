@@ -175,7 +175,7 @@ def layer_norm(x: jax.Array, p: dict) -> jax.Array:
     return (x - mu) * jax.lax.rsqrt(var + jnp.asarray(LN_EPS, x.dtype)) * p["scale"] + p["bias"]
 
 
-def attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
+def multi_head_attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
     """Multi-head attention. ``x`` is ``(B, n, d)``; returns ``(out (B, m, d), A (B, H, m, n))``.
 
     ``q_pos`` (optional, int ``(m,)``) restricts the queries to those positions (keys and
@@ -238,17 +238,17 @@ def forward_from_embedding(params: dict, x: jax.Array, config: GPTConfig, *,
         q_pos = q_last if i == n_blocks - 1 else None
         x_q = x if q_pos is None else x[:, q_pos]
         if config.layer_norm == "pre":
-            a, A = attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
+            a, A = multi_head_attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
             x = rho * x_q + a
             if config.mlp:
                 x = x + mlp(blk["mlp"], layer_norm(x, blk["ln2"]), config)
         elif config.layer_norm == "post":
-            a, A = attention(blk["attn"], x, config, q_pos)
+            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
             x = layer_norm(rho * x_q + a, blk["ln1"])
             if config.mlp:
                 x = layer_norm(x + mlp(blk["mlp"], x, config), blk["ln2"])
         else:
-            a, A = attention(blk["attn"], x, config, q_pos)
+            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
             x = rho * x_q + a
             if stop_after_last_attention and i == n_blocks - 1:
                 return x
