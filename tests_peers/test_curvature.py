@@ -17,7 +17,9 @@ from helpers import N_ANSWER, relative_error, small_model  # noqa: E402
 from bookkit.peers import curvature as peers  # noqa: E402
 from bookkit.peers.torch_gpt import parameter  # noqa: E402
 from xfmr.addition import answer_positions  # noqa: E402
-from xfmr.curvature import KINDS, cross_entropy, dense_matrices, gpt_problem, hutchinson_samples  # noqa: E402
+from xfmr.curvature import (KINDS, Problem, cross_entropy_loss, dense_matrices,  # noqa: E402
+                            hutchinson_samples)
+from xfmr.sweeps import gpt_problem  # noqa: E402
 
 N_LAYERS = 2
 PATHS = [("blocks", l, "attn", n) for l in range(N_LAYERS) for n in ("W_Q", "W_K", "W_V")]
@@ -29,7 +31,7 @@ PAPER_INIT = dict(d_model=8, batch_size=4, init_std=None, sigma=1.0)
 
 def _both(layer_norm, paths=PATHS, linear_head=False, **kw):
     cfg, params, tokens, x, model, X_t, y_t = small_model(layer_norm, n_layers=N_LAYERS, **kw)
-    problem = gpt_problem(params, cfg, x, paths, cross_entropy(tokens[:, -N_ANSWER:]),
+    problem = gpt_problem(params, cfg, x, paths, cross_entropy_loss(tokens[:, -N_ANSWER:]),
                           positions=answer_positions(), linear_head=linear_head)
     ops = peers.operators(model, torch.nn.CrossEntropyLoss(), [parameter(model, p) for p in paths],
                           X_t, y_t)
@@ -38,12 +40,12 @@ def _both(layer_norm, paths=PATHS, linear_head=False, **kw):
 
 @pytest.mark.parametrize("layer_norm", ["none", "pre", "post"])
 def test_exact_blocks_agree(layer_norm):
-    (out_fn, loss_fn, theta), ops = _both(layer_norm)
-    H, G, sl = dense_matrices(out_fn, loss_fn, theta)
-    H, G = np.asarray(H), np.asarray(G)
+    problem, ops = _both(layer_norm)
+    H, G, Hf, sl = dense_matrices(problem)
+    H, G, Hf = np.asarray(H), np.asarray(G), np.asarray(Hf)
     H_t, G_t = peers.dense_matrices(*ops)
     assert H_t.shape == H.shape == (6 * 16, 6 * 16)
-    for name, ours, theirs in (("H", H, H_t), ("GGN", G, G_t), ("H - GGN", H - G, H_t - G_t)):
+    for name, ours, theirs in (("H", H, H_t), ("GGN", G, G_t), ("H - GGN", Hf, H_t - G_t)):
         for a in sl:
             for b in sl:
                 if np.linalg.norm(ours[a, b]) <= 1e-12 * np.linalg.norm(ours):
@@ -59,9 +61,10 @@ def test_exact_blocks_agree(layer_norm):
 @pytest.mark.parametrize("layer_norm,linear_head", [("none", False), ("none", True), ("pre", False)])
 def test_hutchinson_same_probes_agree(layer_norm, linear_head):
     """Per-probe ``||(M v)_a||^2`` for every probed block b and every row block a."""
-    (out_fn, loss_fn, theta), ops = _both(layer_norm, linear_head=linear_head, **PAPER_INIT)
+    problem, ops = _both(layer_norm, linear_head=linear_head, **PAPER_INIT)
+    theta = problem.theta
     key, n_probes = jax.random.key(7), 5
-    ours = jax.jit(lambda th: hutchinson_samples(out_fn, loss_fn, th, key, n_probes))(theta)
+    ours = jax.jit(lambda th: hutchinson_samples(problem._replace(theta=th), key, n_probes))(theta)
     # the probes hutchinson_samples draws for block b (its documented key schedule)
     probes = {b: torch.tensor(np.array(jax.random.rademacher(
         jax.random.fold_in(key, b), (n_probes,) + t.shape, dtype=jnp.float64)))
@@ -89,10 +92,10 @@ def test_diagonal_block_norms_match_the_growth_unit():
     theirs = peers.diagonal_block_norms(model, torch.nn.CrossEntropyLoss(),
                                         [parameter(model, p) for p in paths], X_t, y_t, probes)
     for b, path in enumerate(paths):
-        problem = gpt_problem(params, cfg, x, [path], cross_entropy(tokens[:, -N_ANSWER:]),
+        problem = gpt_problem(params, cfg, x, [path], cross_entropy_loss(tokens[:, -N_ANSWER:]),
                               positions=answer_positions(), linear_head=True)
-        q = jax.jit(lambda th: hutchinson_samples(*problem[:2], th, key, n_probes,
-                                                  key_ids=(b,)))(problem[2])
+        q = jax.jit(lambda th: hutchinson_samples(Problem(problem.out_fn, problem.loss_fn, th),
+                                                  key, n_probes, key_ids=(b,)))(problem.theta)
         for kind in KINDS:
             np.testing.assert_allclose(theirs[kind][b], np.sqrt(np.asarray(q[kind]).mean()),
                                        rtol=1e-10, err_msg=f"{kind} block {path}")

@@ -10,7 +10,7 @@ from helpers import N_ANSWER, small_model  # noqa: E402
 
 from bookkit.peers.torch_gpt import parameter  # noqa: E402
 from xfmr.addition import answer_positions  # noqa: E402
-from xfmr.curvature import cross_entropy  # noqa: E402
+from xfmr.curvature import cross_entropy_loss  # noqa: E402
 from xfmr.gpt import forward  # noqa: E402
 
 CONFIGS = [
@@ -38,7 +38,7 @@ def test_logits_and_loss_agree(config, all_positions):
     assert np.abs(z_torch.numpy() - z_jax).max() <= 1e-10 * scale
     assert np.abs(z_from_x.numpy() - z_jax).max() <= 1e-10 * scale
     if not all_positions:
-        loss_jax = float(cross_entropy(tokens[:, -N_ANSWER:])(z_jax))
+        loss_jax = float(cross_entropy_loss(tokens[:, -N_ANSWER:])(z_jax))
         with torch.no_grad():
             loss_torch = float(torch.nn.CrossEntropyLoss()(model(X_t), y_t))
         assert abs(loss_torch - loss_jax) <= 1e-10 * abs(loss_jax)

@@ -56,7 +56,8 @@ def setup(n_layers: int, d_model: int = D_MODEL, batch_size: int = BATCH, n_prob
     converted to torch before the clock starts.
     """
     from xfmr.addition import answer_positions, make_batch
-    from xfmr.curvature import cross_entropy, gpt_problem, hutchinson_samples
+    from xfmr.curvature import cross_entropy_loss, hutchinson_samples
+    from xfmr.sweeps import gpt_problem
     from xfmr.gpt import GPTConfig, embed, init_params
 
     dtype = jnp.float32
@@ -75,9 +76,9 @@ def setup(n_layers: int, d_model: int = D_MODEL, batch_size: int = BATCH, n_prob
     def ours_jit(sigma, key):
         out = {k: [] for k in KINDS}
         for i, path in enumerate(paths):
-            problem = gpt_problem(params, cfg, sigma * x_base, [path], cross_entropy(targets),
+            problem = gpt_problem(params, cfg, sigma * x_base, [path], cross_entropy_loss(targets),
                                   positions=answer_positions(), linear_head=True)
-            q = hutchinson_samples(*problem, key, n_probes, key_ids=(i,))
+            q = hutchinson_samples(problem, key, n_probes, key_ids=(i,))
             for k in KINDS:
                 out[k].append(jnp.sqrt(jnp.mean(q[k][0, 0])))
         return {k: jnp.stack(v) for k, v in out.items()}

@@ -17,7 +17,7 @@ from curvlinops import GGNLinearOperator, HessianLinearOperator
 
 __all__ = ["operators", "dense_matrices", "hutchinson_samples", "diagonal_block_norms"]
 
-KINDS = ("H", "G", "Hf")
+KINDS = ("H", "H_o", "H_f")  # as xfmr.curvature.KINDS: H, the GGN, H - GGN
 
 
 def operators(model: torch.nn.Module, loss_func: torch.nn.Module, params: Sequence[torch.nn.Parameter],
@@ -42,12 +42,13 @@ def dense_matrices(H_op, G_op) -> tuple[np.ndarray, np.ndarray]:
 
 def hutchinson_samples(H_op, G_op, shapes: Sequence[tuple], probes: dict[int, torch.Tensor]
                        ) -> dict[str, np.ndarray]:
-    """Per-probe squared norms ``||(M v_s)_a||^2`` for ``M`` in ``H, G, H - G``.
+    """Per-probe squared norms ``||(M v_s)_a||^2`` for ``M`` in ``H``, the GGN ``H_o`` and
+    ``H_f = H - H_o``.
 
     ``probes[b]`` holds ``S`` probes on block ``b``, shape ``(S, *shapes[b])`` (the layout of
     the JAX probes). Returns ``{kind: (n_blocks, len(probes), S)}``, entry ``[a, j, s]`` for
     probe ``s`` on the ``j``-th probed block, as :func:`xfmr.curvature.hutchinson_samples`.
-    ``H_f v`` is ``H v - G v`` from the same two products.
+    ``H_f v`` is ``H v - H_o v`` from the same two products.
     """
     res = {k: [] for k in KINDS}
     for b, V in probes.items():
@@ -55,7 +56,7 @@ def hutchinson_samples(H_op, G_op, shapes: Sequence[tuple], probes: dict[int, to
         M = [torch.zeros(*shape, S, dtype=V.dtype) for shape in shapes]
         M[b] = V.movedim(0, -1).contiguous()
         HM, GM = H_op @ M, G_op @ M
-        for kind, out in (("H", HM), ("G", GM), ("Hf", [h - g for h, g in zip(HM, GM)])):
+        for kind, out in (("H", HM), ("H_o", GM), ("H_f", [h - g for h, g in zip(HM, GM)])):
             res[kind].append(torch.stack([o.reshape(-1, S).square().sum(0) for o in out]))
     return {k: torch.stack(v, 1).numpy() for k, v in res.items()}
 
