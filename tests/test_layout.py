@@ -11,7 +11,7 @@ import xfmr
 
 KERNELS = sorted(m.name for m in pkgutil.iter_modules(xfmr.__path__))
 TOOLING = {"bookkit", "jupytext", "nbformat", "papermill", "playwright", "yaml", "jupyter_book", "nbval",
-           "sphinx", "matplotlib", "seaborn"}
+           "sphinx", "matplotlib", "seaborn", "torch", "curvlinops"}
 
 
 def imported_top_levels(path: Path) -> set[str]:
