@@ -62,6 +62,8 @@ __all__ = [
     "predict",
     "candidates",
     "pair_variances",
+    "hardest_pair",
+    "linearised_reward",
     "utility",
     "utility_gradient",
     "frank_wolfe",
@@ -317,6 +319,19 @@ def _masked_max_pair(D, mask):
     D = jnp.where(mask[:, None] & mask[None, :], D, -jnp.inf)
     k = jnp.argmax(D)
     return D.reshape(-1)[k], k // D.shape[0], k % D.shape[0]
+
+
+def hardest_pair(precision, Phi, mask):
+    """``(variance, z, z2)``: the candidate pair whose difference f(z) - f(z2) has the largest
+    variance (phi_z - phi_z2)^T V^-1 (phi_z - phi_z2) under the precision V, mask (S,) bool."""
+    return _masked_max_pair(pair_variances(precision, Phi), mask)
+
+
+def linearised_reward(precision, Phi, mask) -> jax.Array:
+    """The TC-BO reward per state (before dividing by the noise variance), shape (S,):
+    r(s) = (phi_s^T V^-1 Delta)^2 with Delta = phi_z - phi_z2 the :func:`hardest_pair`."""
+    _, z, z2 = hardest_pair(precision, Phi, mask)
+    return (Phi @ jnp.linalg.solve(precision, Phi[z] - Phi[z2])) ** 2
 
 
 def utility(design, Psi, Phi, precision_hist, mask, n_remaining) -> jax.Array:
