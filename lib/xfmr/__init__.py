@@ -30,6 +30,11 @@ Part III, K-hop induction heads
 
 - :mod:`xfmr.khop`             the task, its reference implementation and the log-depth construction
 
+Part V, transition-constrained Bayesian optimisation
+
+- :mod:`xfmr.tcbo`             grid MDPs, the DP path planner, the weight-space GP, the design
+  utility with its Danskin gradient, Frank-Wolfe, TC-BO and baselines, a runner over seeds
+
 Shared
 
 - :mod:`xfmr.validate`         argument checks every module uses (TypeError for a type, ValueError for a value)

@@ -279,6 +279,7 @@ def prior(n_features: int, dtype=jnp.float64) -> Posterior:
     return Posterior(jnp.eye(m, dtype=dtype), jnp.zeros(m, dtype))
 
 
+@jax.jit
 def update(post: Posterior, phi, y, noise_sd) -> Posterior:
     """Add one measurement y = phi^T theta + sigma eps (phi (m,)): V += phi phi^T / s^2, b += phi y / s^2."""
     w = 1.0 / noise_sd**2
@@ -292,6 +293,7 @@ def _solve_factor(post: Posterior, Phi):
     return mean, A, L
 
 
+@jax.jit
 def predict(post: Posterior, Phi) -> tuple[jax.Array, jax.Array]:
     """Posterior mean and variance of f at the states with features Phi (S, m); each (S,)."""
     mean, A, _ = _solve_factor(post, Phi)
@@ -303,6 +305,7 @@ def candidates(mean, sd, beta) -> jax.Array:
     return mean + beta * sd >= jnp.max(mean - beta * sd)
 
 
+@jax.jit
 def pair_variances(precision, Phi) -> jax.Array:
     """D[z, z'] = (phi_z - phi_z')^T V^-1 (phi_z - phi_z'), shape (S, S)."""
     A = jsl.solve_triangular(jnp.linalg.cholesky(precision), Phi.T, lower=True)
@@ -321,12 +324,14 @@ def _masked_max_pair(D, mask):
     return D.reshape(-1)[k], k // D.shape[0], k % D.shape[0]
 
 
+@jax.jit
 def hardest_pair(precision, Phi, mask):
     """``(variance, z, z2)``: the candidate pair whose difference f(z) - f(z2) has the largest
     variance (phi_z - phi_z2)^T V^-1 (phi_z - phi_z2) under the precision V, mask (S,) bool."""
     return _masked_max_pair(pair_variances(precision, Phi), mask)
 
 
+@jax.jit
 def linearised_reward(precision, Phi, mask) -> jax.Array:
     """The TC-BO reward per state (before dividing by the noise variance), shape (S,):
     r(s) = (phi_s^T V^-1 Delta)^2 with Delta = phi_z - phi_z2 the :func:`hardest_pair`."""
@@ -334,6 +339,7 @@ def linearised_reward(precision, Phi, mask) -> jax.Array:
     return (Phi @ jnp.linalg.solve(precision, Phi[z] - Phi[z2])) ** 2
 
 
+@jax.jit
 def utility(design, Psi, Phi, precision_hist, mask, n_remaining) -> jax.Array:
     """U(d) = max over candidate pairs of the variance of f(z) - f(z') under V(d).
 
@@ -347,6 +353,7 @@ def utility(design, Psi, Phi, precision_hist, mask, n_remaining) -> jax.Array:
     return _masked_max_pair(pair_variances(V, Phi), mask)[0]
 
 
+@jax.jit
 def utility_gradient(design, Psi, Phi, precision_hist, mask, n_remaining):
     """``(U, grad)``: U(d) and its Danskin gradient -n (psi_i^T V(d)^-1 Delta)^2, shape (n,)."""
     V = _design_precision(design, Psi, precision_hist, n_remaining)
@@ -483,8 +490,11 @@ def _choose(method, key, problem, feasible_values, post, h, s):
     return jax.random.choice(key, nb.shape[1], p=ok / jnp.sum(ok))
 
 
-@functools.partial(jax.jit, static_argnames=("method", "horizon", "episodes"))
-def _run_one(method, problem, key, horizon, episodes):
+def _choose_int(method, *args):
+    return jnp.asarray(_choose(method, *args), jnp.int32)
+
+
+def _run_one(method_index, problem, key, horizon, episodes):
     Phi, nb = problem.Phi, problem.neighbours
     kf, key = jax.random.split(key)
     f = Phi @ jax.random.normal(kf, (Phi.shape[1],), Phi.dtype)
@@ -501,7 +511,8 @@ def _run_one(method, problem, key, horizon, episodes):
         key, ka, ke = jax.random.split(key, 3)
         h = t % horizon
         s = jnp.where(h == 0, problem.start, s)
-        a = _choose(method, ka, problem, feasible_values, post, h, s)
+        branches = [functools.partial(_choose_int, m) for m in METHODS]
+        a = jax.lax.switch(method_index, branches, ka, problem, feasible_values, post, h, s)
         s_next = nb[s, a]
         sigma = problem.noise_sd[s, a]
         y = f[s_next] + sigma * jax.random.normal(ke, (), Phi.dtype)
@@ -533,4 +544,8 @@ def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int) -> 
             jnp.zeros((horizon,) + problem.neighbours.shape, problem.Phi.dtype), problem.neighbours,
             problem.terminal)[0][0, problem.start])):
         raise ValueError(f"no feasible path of {horizon} moves from the start meets the end constraint")
-    return jax.vmap(lambda k: _run_one(method, problem, k, horizon, episodes))(keys)
+    return _run_batch(jnp.asarray(METHODS.index(method)), problem, keys, horizon, episodes)
+
+
+# one compiled program per problem shape serves every method (the method is a traced index)
+_run_batch = jax.jit(jax.vmap(_run_one, in_axes=(None, None, 0, None, None)), static_argnums=(3, 4))
