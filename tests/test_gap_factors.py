@@ -32,8 +32,8 @@ def test_norms_match_autodiff(softmax):
     x, W_Q, W_K, W_V, W_O = _setup()
     pos = [1, 3, 4]
     J = jacobian_norms(x, W_Q, W_K, W_V, W_O, softmax=softmax, positions=pos)
-    jq, jv = jax.vmap(lambda xb: jax.jacobian(
-        lambda Wq, Wv: _layer(xb, Wq, W_K, Wv, W_O, softmax), argnums=(0, 1))(W_Q, W_V))(x)
+    jq, jv = jax.jit(jax.vmap(lambda xb: jax.jacobian(
+        lambda Wq, Wv: _layer(xb, Wq, W_K, Wv, W_O, softmax), argnums=(0, 1))(W_Q, W_V)))(x)
     p = jnp.array(pos)
     np.testing.assert_allclose(J["jq2"], (jq[:, p] ** 2).sum((2, 3, 4)), rtol=1e-10)
     np.testing.assert_allclose(J["jv2"], (jv[:, p] ** 2).sum((2, 3, 4)), rtol=1e-10)

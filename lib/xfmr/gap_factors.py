@@ -31,6 +31,7 @@ where ``rms(|x|)^2`` is the mean of ``|x_i|^2`` over the query positions.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -73,7 +74,7 @@ def jacobian_norms(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, sof
         dict of arrays of shape ``(B, m)`` (``m`` query positions): ``jq2`` and ``jv2``, the
         squared Frobenius norms of ``df_i/dW_Q`` and ``df_i/dW_V``; ``x2 = |x_i|^2``,
         ``m2 = |m_i|^2``, ``c2 = ||C_i||_F^2``, ``wc2 = ||W_O^T W_V^T C_i W_K||_F^2``; and the
-        scalar ``wo2 = ||W_O||_F^2`` and ``d_k``.
+        scalar ``wo2 = ||W_O||_F^2``.
     """
     x, W_Q, W_K, W_V, W_O = _checked(x, W_Q, W_K, W_V, W_O)
     if not isinstance(softmax, bool):
@@ -82,6 +83,12 @@ def jacobian_norms(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, sof
     pos = jnp.arange(n) if positions is None else jnp.asarray(positions, jnp.int32)
     if pos.ndim != 1 or (pos.size and (int(pos.min()) < 0 or int(pos.max()) >= n)):
         raise ValueError(f"positions must be a 1-D sequence of indices in [0, {n}), got {positions!r}")
+    return _norms(x, W_Q, W_K, W_V, W_O, pos, softmax)
+
+
+@functools.partial(jax.jit, static_argnums=6)
+def _norms(x, W_Q, W_K, W_V, W_O, pos, softmax):
+    n = x.shape[1]
     d_k = W_Q.shape[1]
     t = jnp.einsum("bid,de,fe,bjf->bij", x[:, pos], W_Q, W_K, x) / jnp.sqrt(jnp.asarray(d_k, x.dtype))
     visible = pos[:, None] >= jnp.arange(n)[None, :]                       # (m, n)
@@ -103,7 +110,7 @@ def jacobian_norms(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, sof
     wc2 = jnp.sum(wc**2, (-2, -1))
     wo2 = jnp.sum(W_O**2)
     return {"jq2": x2 * wc2 / d_k, "jv2": m2 * wo2, "x2": x2, "m2": m2, "c2": c2, "wc2": wc2,
-            "wo2": wo2, "d_k": d_k}
+            "wo2": wo2}
 
 
 def gap_factors(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, softmax: bool = True,
@@ -116,9 +123,10 @@ def gap_factors(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, softma
     """
     J = jacobian_norms(x, W_Q, W_K, W_V, W_O, softmax=softmax, positions=positions)
     x2, m2, c2, wc2, wo2 = (np.asarray(J[k], np.float64) for k in ("x2", "m2", "c2", "wc2", "wo2"))
+    d_k = np.shape(W_Q)[1]
     rms4 = np.mean(x2) ** 2
     out = {
-        "scale_1_over_dk": -np.log10(J["d_k"]),
+        "scale_1_over_dk": -np.log10(d_k),
         "weights": np.log10(np.sum(x2 * wc2) / (wo2 * np.sum(x2 * c2))),
         "token_scale": np.log10(rms4),
         "moments": np.log10(np.sum(x2 * c2) / (rms4 * np.sum(m2))),
