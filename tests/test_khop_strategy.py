@@ -18,7 +18,7 @@ def test_counts():
 
 def test_find_powers_give_the_hops():
     import jax
-    x = np.asarray(khop.sample_sequences(jax.random.PRNGKey(0), 20, 24, 4))
+    x = np.asarray(khop.sample_khop_sequences(jax.random.PRNGKey(0), 20, 24, 4))
     t = pointer_targets(x, powers=(1, 2, 3, 4))
     for j in (1, 2, 3, 4):
         ref = np.asarray(khop.hop(x, j))
