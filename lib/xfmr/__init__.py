@@ -19,6 +19,7 @@ Part I, experiments
   block-norm estimates
 - :mod:`xfmr.sweeps`           the GPT + addition curvature problem and the embedding-scale sweep
 - :mod:`xfmr.slopes`           log-log slopes with an uncertainty over seeds
+- :mod:`xfmr.gap_factors`      the query-value gap of the Hessian as a product of four factors
 
 Part II, cross-entropy
 
@@ -32,6 +33,7 @@ Part III, K-hop induction heads
 
 - :mod:`xfmr.khop`             the task: pointer maps ``find^e``, ``hop_k``, the paper's data
 - :mod:`xfmr.khop_construction` the explicit log-depth transformer that computes ``hop_k``
+- :mod:`xfmr.khop_strategy`    trained attention against the pointer maps of composition and doubling
 
 Part V, transition-constrained Bayesian optimisation
 
