@@ -30,6 +30,12 @@ Part III, K-hop induction heads
 
 - :mod:`xfmr.khop`             the task, its reference implementation and the log-depth construction
 
+Part VI, standardized causal models
+
+- :mod:`xfmr.dags`             random DAGs (Erdos-Renyi, scale-free variants, trees) and edge weights
+- :mod:`xfmr.scm`              linear SCM, standardized SCM and iSCM: samplers and population covariances
+- :mod:`xfmr.sortability`      Var-, R^2- and CEV-sortability (as CausalDisco) and sort-and-regress
+
 Shared
 
 - :mod:`xfmr.validate`         argument checks every module uses (TypeError for a type, ValueError for a value)

@@ -1,0 +1,201 @@
+r"""Linear Gaussian structural causal models: SCM, post-hoc standardized SCM, iSCM.
+
+``W`` is a ``(d, d)`` weighted adjacency matrix, ``W[i, j]`` the weight of the edge ``i -> j``
+(acyclic), ``noise_variance`` a scalar or a ``(d,)`` vector :math:`\sigma^2`.
+
+- ``"scm"``: :math:`x_j = \sum_i W_{ij} x_i + \varepsilon_j`, so
+  :math:`x = (I - W^\top)^{-1}\varepsilon` and :math:`\Sigma = A\,\mathrm{diag}(\sigma^2)A^\top`
+  with :math:`A = (I - W^\top)^{-1}`.
+- ``"standardized"``: the SCM, then every variable z-scored; population: the correlation
+  matrix of :math:`\Sigma`.
+- ``"iscm"`` (internally standardized, Ormaniec et al. 2025): in topological order,
+  :math:`\tilde x_j = \sum_i W_{ij} x_i + \varepsilon_j` with the parents already
+  standardized, then :math:`x_j = \tilde x_j / s_j`. In the population
+  :math:`s_j^2 = w_{\cdot j}^\top C\, w_{\cdot j} + \sigma_j^2` with :math:`C` the correlation
+  matrix of the nodes before ``j``; the iSCM is the linear SCM with weights
+  :math:`W_{ij}/s_j` and noise variances :math:`\sigma_j^2/s_j^2` (:func:`iscm_implied_scm`).
+
+Empirical samplers standardize with the sample mean and the sample standard deviation
+(``ddof=1``), as the authors' package does. :func:`sample` draws the noise from the key alone,
+so one key gives the three kinds of data from the *same* noise (paired comparisons).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xfmr.dags import topological_order
+from xfmr.validate import check_array, check_choice, check_int, is_concrete
+
+__all__ = [
+    "KINDS",
+    "iscm_implied_scm",
+    "population_covariance",
+    "noise_fraction",
+    "sample",
+    "standardize",
+    "sample_batch",
+]
+
+KINDS = ("scm", "standardized", "iscm")
+
+
+def _check_graph(W) -> tuple[jnp.ndarray, np.ndarray]:
+    W = check_array(W, "W", ndim=2, kind="number")
+    if W.shape[0] != W.shape[1]:
+        raise ValueError(f"W must be a square (d, d) matrix, got shape {W.shape}")
+    W = W.astype(jnp.result_type(float))
+    if not is_concrete(W):
+        raise TypeError("W must be a concrete array (its topological order is computed in NumPy)")
+    if not bool(jnp.all(jnp.isfinite(W))):
+        raise ValueError("W must be finite")
+    return W, topological_order(W)
+
+
+def _check_noise(noise_variance, d: int) -> jnp.ndarray:
+    s2 = check_array(noise_variance, "noise_variance", ndim=(0, 1), kind="number").astype(jnp.result_type(float))
+    if s2.ndim == 1 and s2.shape[0] != d:
+        raise ValueError(f"noise_variance must be a scalar or have shape ({d},), got shape {s2.shape}")
+    if is_concrete(s2) and not bool(jnp.all(s2 > 0) & jnp.all(jnp.isfinite(s2))):
+        raise ValueError("noise_variance must be finite and > 0")
+    return jnp.broadcast_to(s2, (d,))
+
+
+@jax.jit
+def _iscm_scales(W: jnp.ndarray, s2: jnp.ndarray, order: jnp.ndarray):
+    """Scales s (d,) and the correlation matrix C (d, d) of the iSCM, by the recursion."""
+    d = W.shape[0]
+
+    def step(t, carry):
+        C, s = carry
+        j = order[t]
+        w = W[:, j]                      # only parents (earlier in the order) are nonzero
+        v = C @ w                        # cov(x_k, w^T x) for every processed k; 0 for later ones
+        sj2 = w @ v + s2[j]
+        c = (v / jnp.sqrt(sj2)).at[j].set(1.0)
+        C = C.at[:, j].set(c).at[j, :].set(c)
+        return C, s.at[j].set(jnp.sqrt(sj2))
+
+    C0 = jnp.eye(d, dtype=W.dtype)
+    return jax.lax.fori_loop(0, d, step, (C0, jnp.ones(d, W.dtype)))
+
+
+def iscm_implied_scm(W, noise_variance=1.0) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    r"""The linear SCM that the population iSCM on ``W`` is.
+
+    Returns:
+        ``(W_tilde, noise_tilde, s)``: weights :math:`W_{ij}/s_j` ``(d, d)``, noise variances
+        :math:`\sigma_j^2/s_j^2` ``(d,)`` and the scales :math:`s_j` ``(d,)`` (the standard
+        deviation of :math:`\tilde x_j` before standardization).
+    """
+    W, order = _check_graph(W)
+    s2 = _check_noise(noise_variance, W.shape[0])
+    _, s = _iscm_scales(W, s2, jnp.asarray(order))
+    return W / s[None, :], s2 / s**2, s
+
+
+def _scm_covariance(W: jnp.ndarray, s2: jnp.ndarray) -> jnp.ndarray:
+    d = W.shape[0]
+    A = jnp.linalg.solve(jnp.eye(d, dtype=W.dtype) - W.T, jnp.eye(d, dtype=W.dtype))
+    return (A * s2[None, :]) @ A.T
+
+
+def _correlation(S: jnp.ndarray) -> jnp.ndarray:
+    sd = jnp.sqrt(jnp.diag(S))
+    return S / sd[:, None] / sd[None, :]
+
+
+def population_covariance(W, noise_variance=1.0, kind: str = "scm") -> jnp.ndarray:
+    """Population covariance ``(d, d)`` of the SCM, the standardized SCM or the iSCM on ``W``.
+
+    Args:
+        W: ``(d, d)`` weights, ``W[i, j]`` for the edge ``i -> j``; must be acyclic.
+        noise_variance: scalar or ``(d,)``, all > 0.
+        kind: ``"scm"``, ``"standardized"`` or ``"iscm"`` (the last two: correlation matrices).
+
+    Raises:
+        ValueError: for a cycle (naming the nodes), a wrong shape, a bad ``kind``.
+    """
+    kind = check_choice(kind, "kind", KINDS)
+    W, order = _check_graph(W)
+    s2 = _check_noise(noise_variance, W.shape[0])
+    if kind == "iscm":
+        C, _ = _iscm_scales(W, s2, jnp.asarray(order))
+        return C
+    S = _scm_covariance(W, s2)
+    return S if kind == "scm" else _correlation(S)
+
+
+def noise_fraction(W, noise_variance=1.0, kind: str = "scm") -> jnp.ndarray:
+    r"""Population share of each variable's variance that is its own noise, ``(d,)``.
+
+    :math:`1 - \mathrm{CEV}_j = \sigma_j^2 / \mathrm{Var}(\tilde x_j)` (1 for a root). The SCM and the
+    standardized SCM share it (standardizing rescales a whole variable); for the iSCM the
+    variance is :math:`s_j^2`.
+    """
+    kind = check_choice(kind, "kind", KINDS)
+    W, _ = _check_graph(W)
+    s2 = _check_noise(noise_variance, W.shape[0])
+    if kind == "iscm":
+        _, _, s = iscm_implied_scm(W, s2)
+        return s2 / s**2
+    return s2 / jnp.diag(_scm_covariance(W, s2))
+
+
+def standardize(X, ddof: int = 1) -> jnp.ndarray:
+    """Z-score every column of ``X`` ``(n, d)``: subtract the mean, divide by the std (``ddof``)."""
+    X = check_array(X, "X", ndim=2, kind="float")
+    if X.shape[0] < 2:
+        raise ValueError(f"X needs n >= 2 rows to standardize, got n = {X.shape[0]}")
+    return (X - X.mean(0)) / X.std(0, ddof=ddof)
+
+
+@partial(jax.jit, static_argnames=("n", "kind"))
+def _sample(key, W, s2, order, n: int, kind: str):
+    d = W.shape[0]
+    N = jax.random.normal(key, (n, d), dtype=W.dtype) * jnp.sqrt(s2)[None, :]
+    if kind != "iscm":
+        # x^T = x^T W + eps^T  =>  X = N (I - W)^{-1}
+        X = jnp.linalg.solve((jnp.eye(d, dtype=W.dtype) - W).T, N.T).T
+        if kind == "standardized":
+            X = (X - X.mean(0)) / X.std(0, ddof=1)
+        return X
+
+    def step(t, X):
+        j = order[t]
+        xj = X @ W[:, j] + N[:, j]
+        return X.at[:, j].set((xj - xj.mean()) / xj.std(ddof=1))
+
+    return jax.lax.fori_loop(0, d, step, jnp.zeros_like(N))
+
+
+def sample(key: jax.Array, W, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
+    """``n`` samples ``(n, d)`` of the SCM, the standardized SCM or the iSCM on ``W``.
+
+    Gaussian noise of variance ``noise_variance``; the noise depends only on ``key``, ``n`` and
+    ``d``, so the three kinds drawn with one key share it.
+
+    Raises:
+        ValueError: ``n < 2``, a cycle in ``W``, a bad ``kind``.
+    """
+    kind = check_choice(kind, "kind", KINDS)
+    n = check_int(n, "n", minimum=2)
+    W, order = _check_graph(W)
+    s2 = _check_noise(noise_variance, W.shape[0])
+    return _sample(key, W, s2, jnp.asarray(order), n, kind)
+
+
+def sample_batch(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
+    """:func:`sample` for a batch of graphs at once (vmapped): ``keys (B, 2)``, ``Ws (B, d, d)``
+    -> ``(B, n, d)``; sample ``b`` equals ``sample(keys[b], Ws[b], n, kind)``."""
+    kind = check_choice(kind, "kind", KINDS)
+    n = check_int(n, "n", minimum=2)
+    Ws = check_array(Ws, "Ws", ndim=3, kind="number").astype(jnp.result_type(float))
+    checked = [_check_graph(W) for W in Ws]
+    orders = jnp.asarray(np.stack([o for _, o in checked]))
+    s2 = _check_noise(noise_variance, Ws.shape[1])
+    return jax.vmap(lambda k, W, o: _sample(k, W, s2, o, n, kind))(keys, Ws, orders)
