@@ -146,3 +146,17 @@ def test_forest_edges_have_the_same_correlation_either_way():
     np.testing.assert_allclose(Cs[1], Cs[0], rtol=1e-12)
     np.testing.assert_allclose(Cs[2], Cs[0], rtol=1e-12)
     np.testing.assert_allclose([Cs[0][0, 1], Cs[0][1, 2]], [1 / np.sqrt(2), 2 / np.sqrt(5)], rtol=1e-12)
+
+
+def test_shd_and_f1_on_small_cases():
+    T = np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]])
+    assert dags.shd(T, T) == 0 and dags.edge_f1(T, T) == 1.0
+    R = np.array([[0, 0, 1], [1, 0, 1], [0, 0, 0]])        # 0->1 reversed
+    assert dags.shd(T, R) == 1 and dags.edge_f1(T, R) == pytest.approx(2 * 2 / 6)
+    M = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])        # 0->2 missing
+    assert dags.shd(T, M) == 1
+    X = np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]]).T      # all reversed
+    assert dags.shd(T, X) == 3 and dags.edge_f1(T, X) == 0.0
+    assert dags.shd(T, np.zeros((3, 3))) == 3
+    Ws = np.asarray(dags.weighted_graphs(KEY, "tree", 5, 3))
+    assert Ws.shape == (3, 5, 5) and all((W != 0).sum() == 4 for W in Ws)

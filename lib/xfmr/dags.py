@@ -36,6 +36,9 @@ __all__ = [
     "random_weights",
     "GRAPH_FAMILIES",
     "sample_graph",
+    "weighted_graphs",
+    "shd",
+    "edge_f1",
 ]
 
 
@@ -194,3 +197,33 @@ def sample_graph(key: jax.Array, family: str, d: int) -> jnp.ndarray:
     if family.startswith("SF-"):
         return scale_free(key, d, 2, family[3:])
     return random_tree(key, d)
+
+
+def weighted_graphs(key: jax.Array, family: str, d: int, count: int, low: float = 0.5,
+                    high: float = 2.0) -> jnp.ndarray:
+    """``count`` weighted DAGs ``(count, d, d)`` of one family, graph ``b`` drawn from ``split(key, count)[b]``."""
+    count = check_int(count, "count", minimum=1)
+    out = []
+    for k in jax.random.split(key, count):
+        k_graph, k_weights = jax.random.split(k)
+        out.append(random_weights(k_weights, sample_graph(k_graph, family, d), low, high))
+    return jnp.stack(out)
+
+
+def shd(W_true, W_est) -> int:
+    """Structural Hamming distance: edges to add, delete or reverse (a reversal counts once)."""
+    T, E = np.asarray(W_true) != 0, np.asarray(W_est) != 0
+    if T.shape != E.shape:
+        raise ValueError(f"W_est must have the shape of W_true {T.shape}, got {E.shape}")
+    diff = T != E
+    # a reversed edge shows up twice in diff (i->j missing, j->i extra): count the pair once
+    reversed_pairs = np.sum(diff & diff.T & (T | T.T) & ~(T & T.T)) // 2
+    return int(diff.sum() - reversed_pairs)
+
+
+def edge_f1(W_true, W_est) -> float:
+    """F1 score of the directed edges of ``W_est`` against ``W_true`` (0 if neither has an edge)."""
+    T, E = np.asarray(W_true) != 0, np.asarray(W_est) != 0
+    tp = np.sum(T & E)
+    denom = T.sum() + E.sum()
+    return float(2 * tp / denom) if denom else 0.0
