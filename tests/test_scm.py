@@ -160,3 +160,12 @@ def test_shd_and_f1_on_small_cases():
     assert dags.shd(T, np.zeros((3, 3))) == 3
     Ws = np.asarray(dags.weighted_graphs(KEY, "tree", 5, 3))
     assert Ws.shape == (3, 5, 5) and all((W != 0).sum() == 4 for W in Ws)
+
+
+@pytest.mark.parametrize("kind", ["iscm", "standardized"])
+def test_implied_weights_invert_the_population_correlation(kind):
+    W = graph(7)
+    R = scm.population_covariance(W, 1.0, kind)
+    np.testing.assert_allclose(scm.implied_weights(R, W != 0, kind), W, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="^R must have the shape"):
+        scm.implied_weights(np.eye(3), W != 0, kind)

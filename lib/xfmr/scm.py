@@ -39,12 +39,15 @@ __all__ = [
     "sample",
     "standardize",
     "sample_batch",
+    "implied_weights",
 ]
 
 KINDS = ("scm", "standardized", "iscm")
 
 
 def _check_graph(W) -> tuple[jnp.ndarray, np.ndarray]:
+    if isinstance(W, (np.ndarray, jax.Array)) and W.dtype == bool:
+        W = W.astype(float)              # a bare graph: unit weights
     W = check_array(W, "W", ndim=2, kind="number")
     if W.shape[0] != W.shape[1]:
         raise ValueError(f"W must be a square (d, d) matrix, got shape {W.shape}")
@@ -199,3 +202,50 @@ def sample_batch(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=
     orders = jnp.asarray(np.stack([o for _, o in checked]))
     s2 = _check_noise(noise_variance, Ws.shape[1])
     return jax.vmap(lambda k, W, o: _sample(k, W, s2, o, n, kind))(keys, Ws, orders)
+
+
+def implied_weights(R, A, kind: str = "iscm") -> jnp.ndarray:
+    r"""The weights that a graph ``A`` needs to produce the correlation matrix ``R`` (unit noise).
+
+    The inverse of :func:`population_covariance` for a given graph: for every node ``j`` in
+    topological order with parents ``P``,
+
+    - ``"iscm"``: the parents are standardized, so :math:`\tilde w = R_{PP}^{-1} R_{Pj}` and
+      :math:`w = \tilde w / \sqrt{1 - \tilde w^\top R_{PP} \tilde w}`;
+    - ``"standardized"``: the raw SCM has covariance :math:`D R D` with unknown scales; the root
+      scales are 1, :math:`u = \Sigma_{PP}^{-1} D_P R_{Pj}`, :math:`d_j^2 = 1 / (1 - u^\top
+      \Sigma_{PP} u)` and :math:`w = u\, d_j`.
+
+    If ``R`` is the population correlation of that kind of model on ``A`` with unit noise, this
+    returns its weights exactly; for another graph, the weights that graph would need.
+
+    Args:
+        R: ``(d, d)`` correlation matrix.
+        A: ``(d, d)`` DAG (``A[i, j] != 0`` for ``i -> j``).
+        kind: ``"iscm"`` or ``"standardized"``.
+
+    Returns:
+        ``(d, d)`` weights on the edges of ``A``.
+    """
+    kind = check_choice(kind, "kind", ("iscm", "standardized"))
+    A, order = _check_graph(A)
+    R = np.asarray(check_array(R, "R", ndim=2, kind="float"), dtype=float)
+    if R.shape != A.shape:
+        raise ValueError(f"R must have the shape of A {A.shape}, got {R.shape}")
+    E = np.asarray(A) != 0
+    d = R.shape[0]
+    W = np.zeros((d, d))
+    scale = np.ones(d)
+    for j in order:
+        P = np.flatnonzero(E[:, j])
+        if P.size == 0:
+            continue
+        if kind == "iscm":
+            wt = np.linalg.solve(R[np.ix_(P, P)], R[P, j])
+            W[P, j] = wt / np.sqrt(1.0 - wt @ R[np.ix_(P, P)] @ wt)
+        else:
+            S = R[np.ix_(P, P)] * np.outer(scale[P], scale[P])
+            u = np.linalg.solve(S, scale[P] * R[P, j])
+            scale[j] = 1.0 / np.sqrt(1.0 - u @ S @ u)
+            W[P, j] = u * scale[j]
+    return jnp.asarray(W)
