@@ -35,6 +35,7 @@ Part VI, standardized causal models
 - :mod:`xfmr.dags`             random DAGs (Erdos-Renyi, scale-free variants, trees) and edge weights
 - :mod:`xfmr.scm`              linear SCM, standardized SCM and iSCM: samplers and population covariances
 - :mod:`xfmr.sortability`      Var-, R^2- and CEV-sortability (as CausalDisco) and sort-and-regress
+- :mod:`xfmr.notears`          linear NOTEARS (JAX objective and gradient, SciPy L-BFGS-B)
 
 Shared
 
