@@ -40,6 +40,13 @@ Part V, transition-constrained Bayesian optimisation
 - :mod:`xfmr.tcbo`             grid MDPs, the DP path planner, the weight-space GP, the design
   utility with its Danskin gradient, Frank-Wolfe, TC-BO and baselines, a runner over seeds
 
+Part VI, standardized causal models
+
+- :mod:`xfmr.dags`             random DAGs (Erdos-Renyi, scale-free variants, trees) and edge weights
+- :mod:`xfmr.scm`              linear SCM, standardized SCM and iSCM: samplers and population covariances
+- :mod:`xfmr.sortability`      Var-, R^2- and CEV-sortability (as CausalDisco) and sort-and-regress
+- :mod:`xfmr.notears`          linear NOTEARS (JAX objective and gradient, SciPy L-BFGS-B)
+
 Shared
 
 - :mod:`xfmr.validate`         argument checks every module uses (TypeError for a type, ValueError for a value)
