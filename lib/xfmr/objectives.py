@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.validate import check_array, check_finite, check_int, check_real
+from xfmr.validate import check_array, check_real, is_concrete
 
 __all__ = ["branin", "hartmann3", "gp_sample_on_grid", "BRANIN_MIN", "HARTMANN3_MIN",
            "BRANIN_MINIMISERS"]
@@ -25,8 +25,15 @@ BRANIN_MINIMISERS = np.array([[-np.pi, 12.275], [np.pi, 2.275], [9.42478, 2.475]
 """The three minimisers in the original domain [-5, 10] x [0, 15]."""
 
 
+def _finite(x, name):
+    """NumPy check (also correct while a caller is traced, where a jnp check would be staged)."""
+    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
+        raise ValueError(f"{name} must be finite")
+    return x
+
+
 def _unit(x, d, name="x"):
-    x = check_finite(check_array(x, name, ndim=(1, 2), kind="number"), name)
+    x = _finite(check_array(x, name, ndim=(1, 2), kind="number"), name)
     if x.shape[-1] != d:
         raise ValueError(f"{name} must have d = {d} columns (last axis), got shape {x.shape}")
     return x
@@ -55,12 +62,12 @@ def hartmann3(x) -> jax.Array:
 
 def gp_sample_on_grid(key, candidates, *, lengthscale, outputscale, jitter: float = 1e-8) -> jax.Array:
     """f(candidates) for one sample path of GP(0, RBF(lengthscale, outputscale)), shape (m,)."""
-    from xfmr.gp import rbf_kernel
-
-    candidates = check_finite(check_array(candidates, "candidates", ndim=2, kind="number"), "candidates")
+    candidates = _finite(check_array(candidates, "candidates", ndim=2, kind="number"), "candidates")
     check_real(jitter, "jitter", minimum=0.0)
-    K = rbf_kernel(candidates, candidates, lengthscale=lengthscale, outputscale=outputscale)
+    C = candidates.astype(float)
+    d2 = jnp.sum((C[:, None, :] - C[None, :, :]) ** 2, -1)
+    K = outputscale * jnp.exp(-d2 / (2.0 * lengthscale**2))
     L = jnp.linalg.cholesky(K + jitter * outputscale * jnp.eye(K.shape[0], dtype=K.dtype))
-    if not bool(jnp.all(jnp.isfinite(L))):
+    if is_concrete(L) and not np.all(np.isfinite(np.asarray(L))):
         raise ValueError(f"the prior covariance on candidates is not positive definite after jitter {jitter:.3g}")
     return L @ jax.random.normal(key, (K.shape[0],), K.dtype)
