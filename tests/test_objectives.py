@@ -15,6 +15,8 @@ def test_known_minima():
     np.testing.assert_allclose(objectives.branin(u), objectives.BRANIN_MIN, atol=1e-5)
     x = jnp.array([0.114614, 0.555649, 0.852547])
     np.testing.assert_allclose(objectives.hartmann3(x), objectives.HARTMANN3_MIN, atol=1e-5)
+    np.testing.assert_allclose(objectives.forrester(jnp.array([0.757249])), objectives.FORRESTER_MIN, atol=1e-5)
+    assert float(jnp.min(objectives.forrester(jnp.linspace(0, 1, 10001)[:, None]))) >= objectives.FORRESTER_MIN - 1e-6
     grid = jax.random.uniform(jax.random.key(0), (20000, 3))
     assert float(jnp.min(objectives.hartmann3(grid))) > objectives.HARTMANN3_MIN
 

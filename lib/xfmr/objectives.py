@@ -4,6 +4,7 @@ maximises -f).
 - :func:`branin`: d = 2, x in [0,1]^2 mapped to [-5,10] x [0,15]; three global minima,
   f* = 0.397887 (:data:`BRANIN_MIN`).
 - :func:`hartmann3`: d = 3 on [0,1]^3, f* = -3.86278 (:data:`HARTMANN3_MIN`).
+- :func:`forrester`: d = 1 on [0,1], f* = -6.020740 at x = 0.757249 (:data:`FORRESTER_MIN`).
 - :func:`gp_sample_on_grid`: a sample path of the GP prior on a fixed candidate set (the
   well-specified case): f values at every candidate, so the minimum is known exactly.
 """
@@ -16,11 +17,12 @@ import numpy as np
 
 from xfmr.validate import check_array, check_real, is_concrete
 
-__all__ = ["branin", "hartmann3", "gp_sample_on_grid", "BRANIN_MIN", "HARTMANN3_MIN",
+__all__ = ["forrester", "FORRESTER_MIN", "branin", "hartmann3", "gp_sample_on_grid", "BRANIN_MIN", "HARTMANN3_MIN",
            "BRANIN_MINIMISERS"]
 
 BRANIN_MIN = 0.397887
 HARTMANN3_MIN = -3.86278
+FORRESTER_MIN = -6.020740
 BRANIN_MINIMISERS = np.array([[-np.pi, 12.275], [np.pi, 2.275], [9.42478, 2.475]])
 """The three minimisers in the original domain [-5, 10] x [0, 15]."""
 
@@ -37,6 +39,12 @@ def _unit(x, d, name="x"):
     if x.shape[-1] != d:
         raise ValueError(f"{name} must have d = {d} columns (last axis), got shape {x.shape}")
     return x
+
+
+def forrester(x) -> jax.Array:
+    """Forrester et al. (2008): (6x - 2)^2 sin(12x - 4) on [0, 1]; x (..., 1) -> (...,)."""
+    x = _unit(x, 1)[..., 0]
+    return (6.0 * x - 2.0) ** 2 * jnp.sin(12.0 * x - 4.0)
 
 
 def branin(x) -> jax.Array:
