@@ -31,7 +31,8 @@ import numpy as np
 from xfmr import bar
 from xfmr.validate import check_array, check_finite, check_int
 
-__all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn",
+__all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
+           "loguniform_lengthscale",
            "make_sampler", "n_parameters"]
 
 
@@ -195,3 +196,28 @@ def loss_fn(config: PFNConfig, borders):
         w = (jnp.arange(x.shape[1]) >= n_ctx).astype(logp.dtype)
         return -jnp.sum(logp * w) / (x.shape[0] * jnp.sum(w))
     return loss
+
+
+def loguniform_lengthscale(ls_min: float, ls_max: float, outputscale: float = 1.0):
+    """A hyper-prior for :func:`make_sampler`: lengthscale log-uniform on [ls_min, ls_max],
+    outputscale fixed. Returns ``hyperprior(key, batch) -> (lengthscale (batch,), outputscale (batch,))``."""
+    if not 0 < ls_min < ls_max:
+        raise ValueError(f"need 0 < ls_min < ls_max, got ls_min={ls_min}, ls_max={ls_max}")
+
+    def hyperprior(key, batch):
+        u = jax.random.uniform(key, (batch,))
+        return jnp.exp(np.log(ls_min) + u * (np.log(ls_max) - np.log(ls_min))), jnp.full((batch,), outputscale)
+    return hyperprior
+
+
+def fit(config: PFNConfig, borders, sampler, key, *, n_steps: int, learning_rate: float, warmup_steps: int):
+    """Train a PFN with :func:`xfmr.train.train`: Adam, linear warm-up then cosine decay to
+    learning_rate / 20, gradients clipped at global norm 1. Returns the ``TrainResult``."""
+    import optax
+
+    from xfmr.train import train
+
+    k_init, k_train = jax.random.split(key)
+    schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, n_steps, learning_rate / 20)
+    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+    return train(loss_fn(config, borders), init_params(k_init, config), sampler, optimizer, n_steps, k_train, desc="PFN")
