@@ -1,0 +1,176 @@
+"""Tests of xfmr.lanczos and xfmr.blockwise against exact spectra of small dense matrices and
+Hessians (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from xfmr.addition import answer_loss, make_batch
+from xfmr.blockwise import (block_hvp, block_spectra, block_top_eigenvalues, leaf_paths,
+                            scale_by_block)
+from xfmr.curvature import get_path, set_path
+from xfmr.gpt import GPTConfig, forward, init_params
+from xfmr.lanczos import lanczos, ritz, slq, slq_density, slq_moments, top_eigenvalue
+
+
+def _sym(P, seed=0):
+    A = np.random.default_rng(seed).normal(size=(P, P))
+    return jnp.asarray((A + A.T) / 2)
+
+
+def _gpt_loss(d=4, batch=4):
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d, init_std=0.8)
+    params = init_params(jax.random.key(0), cfg, jnp.float64)
+    tokens = make_batch(jax.random.key(1), batch)
+    return (lambda p: answer_loss(forward(p, tokens, cfg), tokens)), params
+
+
+def _dense_block(loss, params, path):
+    t0 = get_path(params, path)
+    H = jax.hessian(lambda t: loss(set_path(params, path, t)))(t0)
+    return H.reshape(t0.size, t0.size)
+
+
+def test_full_lanczos_recovers_the_spectrum():
+    A = _sym(40)
+    alpha, beta = lanczos(lambda v: A @ v, jnp.ones(40), 40)
+    theta, w = ritz(alpha, beta)
+    ev = np.linalg.eigvalsh(np.asarray(A))
+    np.testing.assert_allclose(np.asarray(theta), ev, atol=1e-10 * np.abs(ev).max())
+    assert abs(float(w.sum()) - 1) < 1e-12
+
+
+@pytest.mark.parametrize("m", [1, 3, 6])
+def test_gauss_quadrature_is_exact_to_degree_2m_minus_1(m):
+    A = _sym(30, seed=1)
+    q = jax.random.normal(jax.random.key(2), (30,))
+    q = q / jnp.linalg.norm(q)
+    theta, w = ritz(*lanczos(lambda v: A @ v, q, m))
+    for p in range(2 * m):
+        exact = float(q @ jnp.linalg.matrix_power(A, p) @ q)
+        quad = float(jnp.sum(w * theta ** p))
+        assert abs(quad - exact) < 1e-10 * max(1.0, float(jnp.linalg.norm(A, 2)) ** p)
+    if m < 15:  # and not beyond, for a generic matrix
+        p = 2 * m
+        exact = float(q @ jnp.linalg.matrix_power(A, p) @ q)
+        assert abs(float(jnp.sum(w * theta ** p)) - exact) > 1e-6 * exact
+
+
+def test_block_hvp_matches_dense_hessian_block():
+    loss, params = _gpt_loss()
+    for path in [("blocks", 0, "attn", "W_Q"), ("blocks", 0, "mlp", "W_in"), ("embed", "W_E")]:
+        H = _dense_block(loss, params, path)
+        mv, dim = block_hvp(loss, params, path)
+        assert dim == H.shape[0]
+        V = jax.random.normal(jax.random.key(3), (3, dim))
+        for v in V:
+            np.testing.assert_allclose(np.asarray(mv(v)), np.asarray(H @ v),
+                                       rtol=1e-10, atol=1e-12 * float(jnp.abs(H).max()))
+
+
+def test_full_lanczos_on_a_gpt_hessian_block_finds_its_eigenvalues():
+    """A Hessian block may have repeated eigenvalues (Lanczos finds each distinct one once):
+    every node of positive weight is an eigenvalue, and every eigenvalue seen by the start
+    vector is a node."""
+    loss, params = _gpt_loss(d=5)
+    path = ("blocks", 0, "attn", "W_Q")
+    H = np.asarray(_dense_block(loss, params, path))
+    ev, U = np.linalg.eigh(H)
+    mv, dim = block_hvp(loss, params, path)
+    q = jax.random.rademacher(jax.random.key(4), (dim,), dtype=jnp.float64)
+    theta, w = map(np.asarray, ritz(*jax.jit(lambda q: lanczos(mv, q, dim))(q)))
+    scale = np.abs(ev).max()
+    for t in theta[w > 1e-10]:
+        assert np.abs(ev - t).min() < 1e-8 * scale
+    seen = (U.T @ np.asarray(q / jnp.linalg.norm(q))) ** 2
+    for lam in ev[seen > 1e-6]:
+        assert np.abs(theta[w > 1e-12] - lam).min() < 1e-8 * scale
+    # the quadrature measure is the spectral measure seen from q: same moments
+    for p in range(1, 5):
+        np.testing.assert_allclose(np.sum(w * theta ** p), np.sum(seen * ev ** p),
+                                   rtol=1e-8, atol=1e-12 * scale ** p)
+
+
+def test_slq_moments_and_density_match_exact_trace_moments():
+    """Rademacher SLQ is unbiased for tr(H^p)/P; the tolerance is 4 exact standard errors,
+    Var(v^T M v) = 2 (||M||_F^2 - sum_i M_ii^2) for M = H^p."""
+    loss, params = _gpt_loss(d=6, batch=8)
+    path = ("blocks", 0, "mlp", "W_out")
+    H = np.asarray(_dense_block(loss, params, path))
+    P = H.shape[0]
+    mv, dim = block_hvp(loss, params, path)
+    n_probes, width = 40, 1e-3 * np.abs(np.linalg.eigvalsh(H)).max()
+    res = slq(mv, dim, jax.random.key(5), n_probes, 12)
+    assert res.nodes.shape == (n_probes, 12) and np.allclose(res.weights.sum(1), 1)
+    lo, hi = res.nodes.min() - 8 * width, res.nodes.max() + 8 * width
+    grid = np.linspace(lo, hi, 20001)
+    dens = slq_density(res, grid, width)
+    dx = grid[1] - grid[0]
+    assert abs(dens.sum() * dx - 1) < 1e-6
+    for p in (1, 2, 3):
+        M = np.linalg.matrix_power(H, p)
+        exact = np.trace(M) / P
+        se = np.sqrt(2 * (np.sum(M ** 2) - np.sum(np.diag(M) ** 2))) / P / np.sqrt(n_probes)
+        est, est_se = slq_moments(res, p)
+        assert abs(est - exact) < 4 * se, (p, est, exact, se)
+        assert 0.5 * se < est_se < 2 * se        # the reported SE is the right size
+        # the smoothed density has the same first moment and second moment + width^2
+        dens_p = np.sum(dens * grid ** p) * dx
+        corr = {1: 0.0, 2: width ** 2, 3: 3 * width ** 2 * slq_moments(res, 1)[0]}[p]
+        assert abs(dens_p - corr - est) < 1e-6 * max(abs(est), 1e-300) + 1e-12
+
+
+def test_top_eigenvalue_and_its_bound():
+    rng = np.random.default_rng(6)
+    U = np.linalg.qr(rng.normal(size=(300, 300)))[0]
+    ev = np.concatenate([rng.uniform(-1, 1, 299), [3.0]])
+    A = jnp.asarray(U @ np.diag(ev) @ U.T)
+    th, bound = top_eigenvalue(lambda v: A @ v, 300, jax.random.key(7), 30)
+    assert th <= 3.0 + 1e-10 and abs(th - 3.0) < 1e-8 and abs(th - 3.0) <= bound + 1e-10
+    th5, bound5 = top_eigenvalue(lambda v: A @ v, 300, jax.random.key(7), 3)
+    assert th5 <= th + 1e-12 and abs(th5 - 3.0) <= bound5 + 1e-10
+
+
+def test_block_spectra_and_top_eigenvalues_of_a_gpt():
+    loss, params = _gpt_loss(d=4)
+    paths = [("blocks", 0, "attn", "W_V"), ("unembed", "b_U")]
+    res = block_spectra(loss, params, paths, jax.random.key(8), 2, 50)
+    assert res[1].nodes.shape == (2, 12)         # capped at the block size: exact
+    lam, bound = block_top_eigenvalues(loss, params, paths, jax.random.key(9), 50)
+    for i, p in enumerate(paths):
+        ev = np.linalg.eigvalsh(np.asarray(_dense_block(loss, params, p)))
+        assert abs(lam[i] - ev.max()) < 1e-8 * np.abs(ev).max()
+        assert abs(res[i].nodes.max() - ev.max()) < 1e-6 * np.abs(ev).max()
+
+
+def test_leaf_paths_and_scale_by_block():
+    _, params = _gpt_loss()
+    paths = leaf_paths(params)
+    assert len(paths) == len(jax.tree_util.tree_leaves(params))
+    assert ("blocks", 0, "attn", "W_Q") in paths
+    leaves = jax.tree_util.tree_leaves(params)
+    for p, leaf in zip(paths, leaves):
+        assert get_path(params, p) is leaf
+    scales = jax.tree_util.tree_map(lambda x: float(x.size), params)
+    grads = jax.tree_util.tree_map(jnp.ones_like, params)
+    opt = optax.chain(optax.sgd(0.1), scale_by_block(scales))
+    upd, _ = opt.update(grads, opt.init(params), params)
+    for u, x in zip(jax.tree_util.tree_leaves(upd), leaves):
+        np.testing.assert_allclose(np.asarray(u), -0.1 * x.size * np.ones(x.shape))
+
+
+def test_errors():
+    A = _sym(5)
+    with pytest.raises(ValueError, match="n_steps"):
+        lanczos(lambda v: A @ v, jnp.ones(5), 6)
+    with pytest.raises(ValueError, match="q0"):
+        lanczos(lambda v: A @ v, jnp.ones((5, 1)), 2)
+    res = slq(lambda v: A @ v, 5, jax.random.key(0), 2, 3)
+    with pytest.raises(ValueError, match="width"):
+        slq_density(res, np.zeros(3), 0.0)
+    with pytest.raises(TypeError, match="n_probes"):
+        slq(lambda v: A @ v, 5, jax.random.key(0), 2.0, 3)
+    with pytest.raises(TypeError, match="loss"):
+        block_hvp("not callable", {"a": jnp.ones(2)}, ("a",))
