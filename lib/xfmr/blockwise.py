@@ -20,6 +20,7 @@ momentum) whose step on block ``b`` is ``lr * c_b`` -- fixed, not adaptive.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -28,7 +29,7 @@ import numpy as np
 import optax
 
 from xfmr.curvature import get_path, set_path
-from xfmr.lanczos import SLQResult, slq, top_eigenvalue
+from xfmr.lanczos import SLQResult, lanczos, ritz
 from xfmr.validate import check_int
 
 __all__ = ["leaf_paths", "block_hvp", "block_spectra", "block_top_eigenvalues",
@@ -51,19 +52,19 @@ def leaf_paths(params: Any) -> list[tuple]:
     return out
 
 
-def block_hvp(loss: Callable[[Any], jax.Array], params: Any, path: Sequence
-              ) -> tuple[Callable[[jax.Array], jax.Array], int]:
+def block_hvp(loss: Callable[[Any, Any], jax.Array], params: Any, path: Sequence,
+              batch: Any = None) -> tuple[Callable[[jax.Array], jax.Array], int]:
     """``(matvec, P_b)``: ``matvec(v (P_b,)) = H_bb v`` for the block at ``path``.
 
-    ``loss(params)`` is a scalar function of the whole pytree (data closed over).
+    ``loss(params, batch)`` is a scalar function of the whole pytree and the data.
     """
     if not callable(loss):
-        raise TypeError(f"loss must be callable loss(params), got {type(loss).__name__}")
+        raise TypeError(f"loss must be callable loss(params, batch), got {type(loss).__name__}")
     theta_b = get_path(params, path)
     shape = theta_b.shape
 
     def f(t):
-        return loss(set_path(params, path, t))
+        return loss(set_path(params, path, t), batch)
 
     grad_f = jax.grad(f)
 
@@ -73,36 +74,66 @@ def block_hvp(loss: Callable[[Any], jax.Array], params: Any, path: Sequence
     return matvec, int(np.prod(shape))
 
 
-def block_spectra(loss: Callable[[Any], jax.Array], params: Any, paths: Sequence[Sequence],
-                  key: jax.Array, n_probes: int, n_steps: int) -> list[SLQResult]:
-    """SLQ of each diagonal block ``H_bb`` (probes of block ``i`` from ``fold_in(key, i)``).
+@functools.lru_cache(maxsize=256)
+def _runner(loss, path: tuple, n_steps: int):
+    """One jitted Lanczos run on the block at ``path``, compiled once per (loss, path, m)
+    and reused for every ``params``/``batch``/start vector of the same shapes."""
+    def run(params, batch, q):
+        mv, _ = block_hvp(loss, params, path, batch)
+        alpha, beta = lanczos(mv, q, n_steps)
+        theta, w = ritz(alpha, beta)
+        m = alpha.shape[0]
+        off = beta[: m - 1]
+        S = jnp.linalg.eigh(jnp.diag(alpha) + jnp.diag(off, 1) + jnp.diag(off, -1))[1]
+        return theta, w, jnp.abs(beta[-1] * S[-1, -1])
+
+    return jax.jit(run)
+
+
+def block_spectra(loss: Callable[[Any, Any], jax.Array], params: Any,
+                  paths: Sequence[Sequence], key: jax.Array, n_probes: int, n_steps: int,
+                  batch: Any = None) -> list[SLQResult]:
+    """SLQ (:func:`xfmr.lanczos.slq`) of each diagonal block ``H_bb``: Rademacher probe
+    ``s`` of block ``i`` from ``fold_in(fold_in(key, i), s)``.
 
     ``n_steps`` is capped at the block's size (a block smaller than ``n_steps`` is then
-    resolved exactly).
+    resolved exactly). The Lanczos run of a block is compiled once per ``(loss, path,
+    n_steps)`` and reused across calls (e.g. across seeds or checkpoints).
     """
     n_probes = check_int(n_probes, "n_probes", minimum=1)
     n_steps = check_int(n_steps, "n_steps", minimum=1)
     out = []
     for i, p in enumerate(paths):
-        mv, dim = block_hvp(loss, params, p)
-        dtype = get_path(params, p).dtype
-        out.append(slq(mv, dim, jax.random.fold_in(key, i), n_probes, min(n_steps, dim), dtype))
+        leaf = get_path(params, p)
+        dim = int(np.prod(leaf.shape))
+        run = _runner(loss, tuple(p), min(n_steps, dim))
+        nodes, weights = [], []
+        for s in range(n_probes):
+            k = jax.random.fold_in(jax.random.fold_in(key, i), s)
+            th, w, _ = run(params, batch, jax.random.rademacher(k, (dim,), dtype=leaf.dtype))
+            nodes.append(np.asarray(th))
+            weights.append(np.asarray(w))
+        out.append(SLQResult(np.stack(nodes), np.stack(weights), dim))
     return out
 
 
-def block_top_eigenvalues(loss: Callable[[Any], jax.Array], params: Any,
-                          paths: Sequence[Sequence], key: jax.Array, n_steps: int
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """Largest eigenvalue of each ``H_bb`` (one Lanczos run each, start from
-    ``fold_in(key, i)``): ``(lambda_max (n,), residual bound (n,))``."""
+def block_top_eigenvalues(loss: Callable[[Any, Any], jax.Array], params: Any,
+                          paths: Sequence[Sequence], key: jax.Array, n_steps: int,
+                          batch: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Largest eigenvalue of each ``H_bb`` (one Lanczos run each, Rademacher start from
+    ``fold_in(key, i)``): ``(lambda_max (n,), residual bound (n,))``, as in
+    :func:`xfmr.lanczos.top_eigenvalue` (a lower bound; some eigenvalue lies within the
+    residual bound of it)."""
     n_steps = check_int(n_steps, "n_steps", minimum=1)
     lam, res = [], []
     for i, p in enumerate(paths):
-        mv, dim = block_hvp(loss, params, p)
-        dtype = get_path(params, p).dtype
-        t, r = top_eigenvalue(mv, dim, jax.random.fold_in(key, i), min(n_steps, dim), dtype)
-        lam.append(t)
-        res.append(r)
+        leaf = get_path(params, p)
+        dim = int(np.prod(leaf.shape))
+        run = _runner(loss, tuple(p), min(n_steps, dim))
+        v = jax.random.rademacher(jax.random.fold_in(key, i), (dim,), dtype=leaf.dtype)
+        th, _, r = run(params, batch, v)
+        lam.append(float(th[-1]))
+        res.append(float(r))
     return np.array(lam), np.array(res)
 
 
