@@ -10,7 +10,7 @@ import optax
 import pytest
 
 from xfmr.addition import answer_loss, make_batch
-from xfmr.blockwise import (block_hvp, block_spectra, block_top_eigenvalues, leaf_paths,
+from xfmr.blockwise import (all_block_top_eigenvalues, block_hvp, block_spectra, block_top_eigenvalues, leaf_paths,
                             scale_by_block)
 from xfmr.curvature import get_path, set_path
 from xfmr.gpt import GPTConfig, forward, init_params
@@ -224,3 +224,25 @@ def test_ensemble_training_equals_independent_runs():
                     optax.adam(lrs[i]), 20, jax.random.key(1))
         for a, b in zip(jax.tree_util.tree_leaves(p), jax.tree_util.tree_leaves(ref.params)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+def test_all_block_top_eigenvalues_match_dense_blocks():
+    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=2, init_std=0.8, mlp=False)
+    params = init_params(jax.random.key(0), cfg, jnp.float64)
+    tokens = make_batch(jax.random.key(1), 3)
+
+    def loss(p, batch):
+        return answer_loss(forward(p, batch, cfg), batch)
+
+    paths, lam, bound = all_block_top_eigenvalues(loss, params, jax.random.key(2), 40, tokens)
+    assert paths == leaf_paths(params) and lam.shape == (len(paths),)
+    from jax.flatten_util import ravel_pytree
+    flat, unravel = ravel_pytree(params)
+    H = np.asarray(jax.jit(jax.hessian(lambda w: loss(unravel(w), tokens)))(flat))
+    start = 0
+    for p, l, b in zip(paths, lam, bound):
+        n = get_path(params, p).size
+        ev = np.linalg.eigvalsh(H[start:start + n, start:start + n])
+        start += n
+        # (b_K has an exactly zero block: softmax ignores a shift common to all keys)
+        assert abs(l - ev.max()) < 1e-8 * np.abs(H).max(), (p, l, ev.max())

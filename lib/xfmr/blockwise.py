@@ -29,11 +29,13 @@ import numpy as np
 import optax
 
 from xfmr.curvature import get_path, set_path
+from jax.flatten_util import ravel_pytree
+
 from xfmr.lanczos import SLQResult, lanczos, ritz
 from xfmr.validate import check_int
 
 __all__ = ["leaf_paths", "block_hvp", "block_spectra", "block_top_eigenvalues",
-           "scale_by_block"]
+           "all_block_top_eigenvalues", "scale_by_block"]
 
 
 def leaf_paths(params: Any) -> list[tuple]:
@@ -74,67 +76,95 @@ def block_hvp(loss: Callable[[Any, Any], jax.Array], params: Any, path: Sequence
     return matvec, int(np.prod(shape))
 
 
-@functools.lru_cache(maxsize=256)
-def _runner(loss, path: tuple, n_steps: int):
-    """One jitted Lanczos run on the block at ``path``, compiled once per (loss, path, m)
-    and reused for every ``params``/``batch``/start vector of the same shapes."""
-    def run(params, batch, q):
-        mv, _ = block_hvp(loss, params, path, batch)
-        alpha, beta = lanczos(mv, q, n_steps)
-        theta, w = ritz(alpha, beta)
-        m = alpha.shape[0]
-        off = beta[: m - 1]
-        S = jnp.linalg.eigh(jnp.diag(alpha) + jnp.diag(off, 1) + jnp.diag(off, -1))[1]
-        return theta, w, jnp.abs(beta[-1] * S[-1, -1])
+def _masked_runs(loss, params, paths, key, n_probes: int, n_steps: int, batch):
+    """Lanczos on every block of ``paths`` and every probe, in one jitted program.
 
-    return jax.jit(run)
+    Block ``b`` is the masked operator ``v -> m_b * H (m_b * v)`` on the flat parameter
+    vector (``m_b`` the indicator of the block's coordinates): a start supported on ``b``
+    keeps the Krylov space there, where the operator is ``H_bb``. Blocks run one after the
+    other (``lax.map``), probes of a block together (``vmap``). Probe ``s`` of block ``i``
+    starts from ``rademacher(fold_in(fold_in(key, i), s))`` restricted to the block.
+    Returns ``theta, w, bound`` of shape ``(n_blocks, n_probes, m)``, ``(..., m)``,
+    ``(n_blocks, n_probes)`` (``bound`` is the residual of the top Ritz pair).
+    """
+    flat, unravel = ravel_pytree(params)
+    all_paths = leaf_paths(params)
+    sizes = [int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(params)]
+    seg = np.repeat(np.arange(len(sizes)), sizes)
+    idx = [all_paths.index(tuple(p)) for p in paths]
+    masks = jnp.asarray(seg[None, :] == np.asarray(idx)[:, None], flat.dtype)
+    starts = jnp.stack([
+        jnp.stack([jax.random.rademacher(jax.random.fold_in(jax.random.fold_in(key, i), s),
+                                         flat.shape, dtype=flat.dtype) for s in range(n_probes)])
+        for i in range(len(paths))]) * masks[:, None, :]
+    m = min(n_steps, max(sizes[i] for i in idx))
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    spec = tuple((tuple(x.shape), jnp.dtype(x.dtype).name) for x in leaves)
+    return _masked_program(loss, treedef, spec, m)(flat, batch, masks, starts)
+
+
+@functools.lru_cache(maxsize=64)
+def _masked_program(loss, treedef, spec: tuple, m: int):
+    """The jitted program of :func:`_masked_runs`, compiled once per (loss, parameter
+    structure, m) and reused across seeds and checkpoints."""
+    template = jax.tree_util.tree_unflatten(treedef, [jnp.zeros(sh, dt) for sh, dt in spec])
+    unravel = ravel_pytree(template)[1]
+
+    @jax.jit
+    def run(flat, batch, masks, starts):
+        g = jax.grad(lambda w: loss(unravel(w), batch))
+
+        def one(mask, q0):
+            alpha, beta = lanczos(lambda v: mask * jax.jvp(g, (flat,), (mask * v,))[1], q0, m)
+            off = beta[: m - 1]
+            theta, S = jnp.linalg.eigh(jnp.diag(alpha) + jnp.diag(off, 1) + jnp.diag(off, -1))
+            w = jnp.square(S[0])
+            live = w > 1e-14
+            top = jnp.argmax(jnp.where(live, theta, -jnp.inf))
+            # nodes of zero weight (after an early breakdown) are moved onto the top node
+            theta = jnp.where(live, theta, theta[top])
+            return theta, jnp.where(live, w, 0), jnp.abs(beta[-1] * S[-1, top])
+
+        return jax.lax.map(lambda ms: jax.vmap(lambda q: one(ms[0], q))(ms[1]), (masks, starts))
+
+    return run
 
 
 def block_spectra(loss: Callable[[Any, Any], jax.Array], params: Any,
                   paths: Sequence[Sequence], key: jax.Array, n_probes: int, n_steps: int,
                   batch: Any = None) -> list[SLQResult]:
-    """SLQ (:func:`xfmr.lanczos.slq`) of each diagonal block ``H_bb``: Rademacher probe
-    ``s`` of block ``i`` from ``fold_in(fold_in(key, i), s)``.
-
-    ``n_steps`` is capped at the block's size (a block smaller than ``n_steps`` is then
-    resolved exactly). The Lanczos run of a block is compiled once per ``(loss, path,
-    n_steps)`` and reused across calls (e.g. across seeds or checkpoints).
+    """SLQ (see :mod:`xfmr.lanczos`) of each diagonal block ``H_bb``, ``n_probes``
+    Rademacher probes of ``n_steps`` Lanczos steps per block, all blocks in one compiled
+    program (see :func:`_masked_runs`; probe ``s`` of block ``i`` from
+    ``fold_in(fold_in(key, i), s)``). A block smaller than ``n_steps`` is resolved exactly
+    (the extra nodes get weight zero).
     """
     n_probes = check_int(n_probes, "n_probes", minimum=1)
     n_steps = check_int(n_steps, "n_steps", minimum=1)
-    out = []
-    for i, p in enumerate(paths):
-        leaf = get_path(params, p)
-        dim = int(np.prod(leaf.shape))
-        run = _runner(loss, tuple(p), min(n_steps, dim))
-        nodes, weights = [], []
-        for s in range(n_probes):
-            k = jax.random.fold_in(jax.random.fold_in(key, i), s)
-            th, w, _ = run(params, batch, jax.random.rademacher(k, (dim,), dtype=leaf.dtype))
-            nodes.append(np.asarray(th))
-            weights.append(np.asarray(w))
-        out.append(SLQResult(np.stack(nodes), np.stack(weights), dim))
-    return out
+    theta, w, _ = _masked_runs(loss, params, paths, key, n_probes, n_steps, batch)
+    theta, w = np.asarray(theta), np.asarray(w)
+    return [SLQResult(theta[i], w[i], int(np.prod(get_path(params, p).shape)))
+            for i, p in enumerate(paths)]
 
 
 def block_top_eigenvalues(loss: Callable[[Any, Any], jax.Array], params: Any,
                           paths: Sequence[Sequence], key: jax.Array, n_steps: int,
                           batch: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Largest eigenvalue of each ``H_bb`` (one Lanczos run each, Rademacher start from
-    ``fold_in(key, i)``): ``(lambda_max (n,), residual bound (n,))``, as in
-    :func:`xfmr.lanczos.top_eigenvalue` (a lower bound; some eigenvalue lies within the
-    residual bound of it)."""
+    """Largest eigenvalue of each ``H_bb`` (one Lanczos run each, as in
+    :func:`xfmr.lanczos.top_eigenvalue`: a lower bound, and some eigenvalue of ``H_bb`` lies
+    within the residual bound of it): ``(lambda_max (n,), residual bound (n,))``."""
     n_steps = check_int(n_steps, "n_steps", minimum=1)
-    lam, res = [], []
-    for i, p in enumerate(paths):
-        leaf = get_path(params, p)
-        dim = int(np.prod(leaf.shape))
-        run = _runner(loss, tuple(p), min(n_steps, dim))
-        v = jax.random.rademacher(jax.random.fold_in(key, i), (dim,), dtype=leaf.dtype)
-        th, _, r = run(params, batch, v)
-        lam.append(float(th[-1]))
-        res.append(float(r))
-    return np.array(lam), np.array(res)
+    theta, _, bound = _masked_runs(loss, params, paths, key, 1, n_steps, batch)
+    return np.asarray(theta)[:, 0].max(-1), np.asarray(bound)[:, 0]
+
+
+def all_block_top_eigenvalues(loss: Callable[[Any, Any], jax.Array], params: Any,
+                              key: jax.Array, n_steps: int, batch: Any = None
+                              ) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+    """:func:`block_top_eigenvalues` of EVERY leaf: ``(paths, lambda_max, bound)``."""
+    paths = leaf_paths(params)
+    lam, bound = block_top_eigenvalues(loss, params, paths, key, n_steps, batch)
+    return paths, lam, bound
 
 
 def scale_by_block(scales: Any) -> optax.GradientTransformation:
