@@ -32,7 +32,7 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python clean
+.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python lab clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -40,6 +40,7 @@ help:
 	@echo "make test                 set up, execute the ci profile, unit tests, nbval, book build, browser check"
 	@echo "make bench                run the benchmarks and write book/_data/benchmarks.json"
 	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes"
+	@echo "make lab                  JupyterLab on the repository: open any page (.md) as a notebook and run it"
 
 # setup: pick the interpreter, (re)create .venv when it is missing or was made by another
 # interpreter (its base prefix or version differs), then install when the lock or pyproject
@@ -102,6 +103,10 @@ check-newest-python:
 	$(MAKE) --no-print-directory unit VENV=$(NEWEST_VENV) PYTHON=$(NEWEST_PYTHON)
 	$(NEWEST_VENV)/bin/python -m bookkit.book.execute --profile ci --out _build/nb/newest-python \
 		--page book/hessian/single_layer.md
+
+# JupyterLab in the book's environment; every page's markdown opens as a notebook (jupytext).
+lab: setup
+	$(PY) -m bookkit.book.lab
 
 bench: setup
 	$(PY) -m bookkit.bench --out book/_data/benchmarks.json

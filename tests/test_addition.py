@@ -70,3 +70,8 @@ def test_bad_input_raises():
         make_batch(jax.random.key(0), 2, enrich_frac=1.5)
     with pytest.raises(ValueError, match="logits"):
         answer_loss(jnp.zeros((2, 5, 12)), make_batch(jax.random.key(0), 2))
+    with pytest.raises(TypeError, match="batch_size"):
+        make_batch(jax.random.key(0), 2.0)
+    with pytest.raises(TypeError, match="n_digits"):
+        make_batch(jax.random.key(0), 2, True)
+    assert make_batch(jax.random.key(0), np.int64(3), np.int32(2)).shape == (3, 9)  # NumPy ints

@@ -1,150 +1,113 @@
-"""Tests of xfmr.curvature: products against dense autodiff, Hutchinson against exact norms."""
+"""Tests of xfmr.curvature on the single attention layer, whose Hessian and Gauss-Newton
+parts xfmr.attention computes independently (H_o = c J^T J, H_f = Hess <g, F>)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from xfmr.addition import answer_positions, make_batch
-from xfmr.curvature import (cross_entropy, dense_matrices, exact_block_norms, gpt_problem,
-                            hutchinson_block_norms, hutchinson_samples, mean_squared_error,
-                            products, set_path, get_path, sigma_sweep)
-from xfmr.gpt import GPTConfig, embed, init_params
-
-PATHS = [("blocks", 0, "attn", n) for n in ("W_Q", "W_K", "W_V")]
+from xfmr import attention
+from xfmr.curvature import (KINDS, Problem, dense_matrices, exact_block_norms, get_path,
+                            hutchinson_block_norms, hutchinson_samples, mean_squared_error_loss,
+                            products, set_path)
 
 
-def _problem(layer_norm="none", softmax=True, d=4, loss="ce"):
-    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d, layer_norm=layer_norm,
-                    softmax=softmax, init_std=0.8)
-    params = init_params(jax.random.key(0), cfg, jnp.float64)
-    tokens = make_batch(jax.random.key(1), 2)
-    x = embed(params, tokens, 1.0)
-    tgt = tokens[:, 12:]
-    loss_fn = cross_entropy(tgt) if loss == "ce" else mean_squared_error(
-        jax.nn.one_hot(tgt, 12, dtype=jnp.float64))
-    return gpt_problem(params, cfg, x, PATHS, loss_fn, positions=answer_positions())
+def layer_problem(seed=0, L=4, d_V=4, d_K=4, softmax=True):
+    """The paper's layer as a Problem: theta = (W_Q, W_K, W_V), loss ||F - Y||^2 / (L d_V)."""
+    k = jax.random.split(jax.random.key(seed), 5)
+    X = jax.random.normal(k[0], (L, d_V), jnp.float64)
+    Y = jax.random.normal(k[1], (L, d_V), jnp.float64)
+    theta = (jax.random.normal(k[2], (d_V, d_K), jnp.float64),
+             jax.random.normal(k[3], (d_V, d_K), jnp.float64),
+             jax.random.normal(k[4], (d_V, d_V), jnp.float64))
+    problem = Problem(lambda th: attention.attention_layer(X, *th, softmax=softmax),
+                      mean_squared_error_loss(Y), theta)
+    return problem, X, Y
 
 
-@pytest.mark.parametrize("layer_norm,softmax,loss", [("none", True, "ce"), ("pre", True, "ce"),
-                                                     ("none", False, "mse")])
-def test_products_match_dense(layer_norm, softmax, loss):
-    out_fn, loss_fn, theta = _problem(layer_norm, softmax, loss=loss)
-    products_j = jax.jit(lambda th, b, v: products(out_fn, loss_fn, th, b, v), static_argnums=1)
-    H, G, sl = dense_matrices(out_fn, loss_fn, theta)
-    scale = float(jnp.abs(H).max())
-    assert float(jnp.abs(H - H.T).max()) < 1e-12 * scale
-    assert float(jnp.abs(G - G.T).max()) < 1e-12 * scale
-    ev = jnp.linalg.eigvalsh(G)
-    assert float(ev.min()) > -1e-12 * float(ev.max())  # the GGN is PSD for a convex L
+@pytest.mark.parametrize("softmax", [True, False])
+def test_dense_matrices_match_the_attention_reference(softmax):
+    problem, X, Y = layer_problem(softmax=softmax, L=3, d_V=3, d_K=2)
+    dense = dense_matrices(problem)
+    ref = attention.autodiff_hessian(X, Y, *problem.theta, softmax=softmax)
+    scale = float(jnp.abs(ref.H).max())
+    for kind in KINDS:
+        np.testing.assert_allclose(np.asarray(getattr(dense, kind)), np.asarray(getattr(ref, kind)),
+                                   atol=1e-12 * scale, rtol=0)
+    assert [(s.start, s.stop) for s in dense.slices] == [(0, 6), (6, 12), (12, 21)]
+
+
+def test_products_match_dense():
+    problem, _, _ = layer_problem(seed=1)
+    dense = dense_matrices(problem)
+    scale = float(jnp.abs(dense.H).max())
+    prod = jax.jit(lambda b, v: products(problem, b, v), static_argnums=0)
     for b in range(3):
-        v = jax.random.normal(jax.random.key(b), theta[b].shape, jnp.float64)
-        Gv, Hf_v = products_j(theta, b, v)
+        v = jax.random.normal(jax.random.key(10 + b), problem.theta[b].shape, jnp.float64)
+        H_o_v, H_f_v = prod(b, v)
         for a in range(3):
-            np.testing.assert_allclose(np.asarray(Gv[a]).ravel(),
-                                       np.asarray(G[sl[a], sl[b]] @ v.ravel()), atol=1e-12 * scale)
-            np.testing.assert_allclose(np.asarray(Hf_v[a]).ravel(),
-                                       np.asarray((H - G)[sl[a], sl[b]] @ v.ravel()),
-                                       atol=1e-12 * scale)
-
-
-def test_hessian_matches_definition():
-    out_fn, loss_fn, theta = _problem()
-    H, _, _ = dense_matrices(out_fn, loss_fn, theta)
-    w = jnp.concatenate([t.ravel() for t in theta])
-    f = lambda w_: loss_fn(out_fn(tuple(w_[16 * i:16 * (i + 1)].reshape(4, 4)  # noqa
-                                        for i in range(3))))
-    np.testing.assert_allclose(np.asarray(H), np.asarray(jax.jit(jax.hessian(f))(w)), atol=1e-13)
+            rows, cols = dense.slices[a], dense.slices[b]
+            np.testing.assert_allclose(np.asarray(H_o_v[a]).ravel(),
+                                       np.asarray(dense.H_o[rows, cols] @ v.ravel()), atol=1e-12 * scale)
+            np.testing.assert_allclose(np.asarray(H_f_v[a]).ravel(),
+                                       np.asarray(dense.H_f[rows, cols] @ v.ravel()), atol=1e-12 * scale)
 
 
 def test_hutchinson_converges_to_exact_norms():
-    out_fn, loss_fn, theta = _problem(d=4)
-    exact = exact_block_norms(out_fn, loss_fn, theta)
-    samples = jax.jit(lambda th, k: hutchinson_samples(out_fn, loss_fn, th, k, 4000))(
-        theta, jax.random.key(7))
+    problem, _, _ = layer_problem(seed=2)
+    exact = exact_block_norms(problem)
+    samples = jax.jit(lambda k: hutchinson_samples(problem, k, 4000))(jax.random.key(7))
     est = hutchinson_block_norms(samples)
-    for k in ("H", "G", "Hf"):
+    for k in KINDS:
         norm, se = est[k]
         assert norm.shape == (3, 3)
-        # within 5 standard errors and 3% relative, for every block
-        floor = 1e-12 * exact[k].max()  # round-off of the dense H - G
+        floor = 1e-12 * exact[k].max()  # round-off of the dense H - H_o
+        # within 5 standard errors and 4% relative, for every block
         assert np.all(np.abs(norm - exact[k]) <= 5 * se + floor), (k, norm, exact[k], se)
         assert np.all(np.abs(norm - exact[k]) <= 0.04 * exact[k] + floor)
     # the value block of H_f is exactly zero (F is linear in W_V)
-    assert exact["Hf"][2, 2] < 1e-12 * exact["Hf"].max() and est["Hf"][0][2, 2] < 1e-14
+    assert exact["H_f"][2, 2] < 1e-12 * exact["H_f"].max() and est["H_f"][0][2, 2] < 1e-14
     # a single Rademacher probe of a P x P block gives at most P ||M||_F^2 (P = 16 here)
-    q = np.asarray(samples["G"])
-    assert q.shape == (3, 3, 4000) and np.all(q <= 16 * exact["G"][:, :, None] ** 2 + 1e-9)
+    q = np.asarray(samples["H_o"])
+    assert q.shape == (3, 3, 4000) and np.all(q <= 16 * exact["H_o"][:, :, None] ** 2 + 1e-9)
+
+
+def test_probe_keys_are_shared_by_sub_problems():
+    """A problem made of block 2 alone, with key_ids=(2,), sees the probes of block 2 of the
+    full problem: its H_o(2,2) samples equal the full problem's."""
+    problem, _, _ = layer_problem(seed=3)
+    full = hutchinson_samples(problem, jax.random.key(5), 3)
+    sub = Problem(lambda th: problem.out_fn(problem.theta[:2] + th), problem.loss_fn,
+                  problem.theta[2:])
+    part = hutchinson_samples(sub, jax.random.key(5), 3, key_ids=(2,))
+    np.testing.assert_allclose(np.asarray(part["H_o"][0, 0]), np.asarray(full["H_o"][2, 2]), rtol=1e-12)
 
 
 def test_paths_helpers():
-    tree = {"a": [{"b": 1}, {"b": 2}]}
+    tree = {"a": [{"b": 1}, {"b": 2}], "t": (1, 2)}
     new = set_path(tree, ("a", 1, "b"), 5)
     assert get_path(new, ("a", 1, "b")) == 5 and get_path(tree, ("a", 1, "b")) == 2
+    assert set_path(tree, ("t", 0), 9)["t"] == (9, 2)
+    with pytest.raises(TypeError, match="path must index"):
+        set_path({"a": 1}, ("a", "b"), 2)
 
 
 def test_bad_input_raises():
-    out_fn, loss_fn, theta = _problem()
+    problem, _, _ = layer_problem()
+    key = jax.random.key(0)
     with pytest.raises(ValueError, match="n_probes"):
-        hutchinson_samples(out_fn, loss_fn, theta, jax.random.key(0), 0)
+        hutchinson_samples(problem, key, 0)
+    with pytest.raises(TypeError, match="n_probes"):
+        hutchinson_samples(problem, key, 2.0)
     with pytest.raises(ValueError, match="probe_blocks"):
-        hutchinson_samples(out_fn, loss_fn, theta, jax.random.key(0), 2, probe_blocks=[5])
+        hutchinson_samples(problem, key, 2, probe_blocks=[5])
+    with pytest.raises(ValueError, match="key_ids"):
+        hutchinson_samples(problem, key, 2, key_ids=(0,))
     with pytest.raises(TypeError, match="theta"):
-        hutchinson_samples(out_fn, loss_fn, list(theta), jax.random.key(0), 2)
-    with pytest.raises(ValueError, match="paths"):
-        gpt_problem({}, None, None, [], loss_fn)
-
-
-def test_linear_head_is_equivalent():
-    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, init_std=0.8)
-    params = init_params(jax.random.key(0), cfg, jnp.float64)
-    tokens = make_batch(jax.random.key(1), 3)
-    x = embed(params, tokens, 2.0)
-    args = (params, cfg, x, PATHS, cross_entropy(tokens[:, 12:]))
-    full = gpt_problem(*args, positions=answer_positions())
-    lin = gpt_problem(*args, positions=answer_positions(), linear_head=True)
-    assert abs(float(full[1](full[0](full[2]))) - float(lin[1](lin[0](lin[2])))) < 1e-13
-    f = jax.jit(lambda th, k: hutchinson_samples(full[0], full[1], th, k, 3))
-    g = jax.jit(lambda th, k: hutchinson_samples(lin[0], lin[1], th, k, 3))
-    a, b = f(full[2], jax.random.key(2)), g(lin[2], jax.random.key(2))
-    for k in ("H", "G", "Hf"):
-        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-10, atol=1e-14)
-    with pytest.raises(ValueError, match="linear_head"):
-        gpt_problem(*args[:1], GPTConfig(12, 18, 4, layer_norm="pre"), *args[2:],
-                    linear_head=True)
-
-
-def test_linear_head_in_earlier_layers_is_equivalent():
-    """The head after the last attention is piecewise linear whatever attention block is
-    differentiated: linear_head gives the same products for blocks of layer 0 of 2."""
-    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=2, init_std=0.8)
-    params = init_params(jax.random.key(0), cfg, jnp.float64)
-    tokens = make_batch(jax.random.key(1), 3)
-    paths = [("blocks", 0, "attn", "W_Q"), ("blocks", 1, "attn", "W_V")]
-    args = (params, cfg, embed(params, tokens, 2.0), paths, cross_entropy(tokens[:, 12:]))
-    full = gpt_problem(*args, positions=answer_positions())
-    lin = gpt_problem(*args, positions=answer_positions(), linear_head=True)
-    a = hutchinson_samples(*full, jax.random.key(2), 3)
-    b = hutchinson_samples(*lin, jax.random.key(2), 3)
-    for k in ("H", "G", "Hf"):
-        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-10, atol=1e-14)
-    with pytest.raises(ValueError, match="linear_head"):
-        gpt_problem(*args[:3], [("blocks", 1, "mlp", "W_in")], args[4], linear_head=True)
-
-
-@pytest.mark.parametrize("layer_norm,softmax,loss", [("none", True, "ce"), ("pre", True, "ce"),
-                                                     ("none", False, "mse")])
-def test_diagonal_sweep_is_the_diagonal_of_the_full_sweep(layer_norm, softmax, loss):
-    cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=2, layer_norm=layer_norm,
-                    softmax=softmax)
-    paths = [("blocks", l, "attn", n) for l in range(2) for n in ("W_Q", "W_V")]
-    kw = dict(n_seeds=1, batch_size=3, n_probes=2, loss=loss)
-    full = sigma_sweep(cfg, [0.1, 2.0], paths, **kw)
-    diag = sigma_sweep(cfg, [0.1, 2.0], paths, blocks="diagonal", **kw)
-    off = ~np.eye(len(paths), dtype=bool)
-    for k in ("H", "G", "Hf"):
-        np.testing.assert_allclose(np.diagonal(diag[k], axis1=2, axis2=3),
-                                   np.diagonal(full[k], axis1=2, axis2=3), rtol=1e-12, atol=0)
-        assert np.all(np.isnan(diag[k][:, :, off]))
-    with pytest.raises(ValueError, match="blocks"):
-        sigma_sweep(cfg, [0.1], paths, blocks="upper", **kw)
+        hutchinson_samples(problem._replace(theta=list(problem.theta)), key, 2)
+    with pytest.raises(TypeError, match="Problem"):
+        dense_matrices(tuple(problem))
+    with pytest.raises(TypeError, match="callables"):
+        dense_matrices(problem._replace(loss_fn=None))
+    with pytest.raises(ValueError, match="3-D"):
+        hutchinson_block_norms({"H": np.ones((2, 2))})

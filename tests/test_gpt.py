@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xfmr.gpt import LN_EPS, GPTConfig, forward, init_params
+from xfmr.gpt import LN_EPS, GPTConfig, forward, forward_from_embedding, head, init_params
 
 
 def _ln_ref(x, p):
@@ -148,3 +148,28 @@ def test_bad_input_raises():
         forward(params, jnp.zeros((1, 4)), cfg)
     with pytest.raises(TypeError, match="config"):
         init_params(jax.random.key(0), {"d_model": 8})
+    with pytest.raises(TypeError, match="config"):
+        forward(params, jnp.zeros((1, 4), jnp.int32), {"d_model": 8})
+    with pytest.raises(ValueError, match="n_layers=2"):
+        forward(params, jnp.zeros((1, 4), jnp.int32), GPTConfig(12, 18, 8, n_layers=2))
+    with pytest.raises(ValueError, match="dtype"):
+        init_params(jax.random.key(0), cfg, jnp.int32)
+    x = jnp.zeros((1, 4, 8))
+    pre = GPTConfig(12, 18, 8, layer_norm="pre")
+    with pytest.raises(ValueError, match="stop_after_last_attention"):
+        forward_from_embedding(init_params(jax.random.key(0), pre), x, pre, stop_after_last_attention=True)
+    with pytest.raises(ValueError, match="head needs"):
+        head(init_params(jax.random.key(0), pre), x, pre)
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"d_model": 0}, ValueError, "d_model"), ({"d_model": 8.0}, TypeError, "d_model"),
+    ({"n_layers": True}, TypeError, "n_layers"), ({"d_mlp": 0}, ValueError, "d_mlp"),
+    ({"init_std": 0.0}, ValueError, "init_std"), ({"init_std": "big"}, TypeError, "init_std"),
+    ({"softmax": 1}, TypeError, "softmax"), ({"attn_residual_scale": None}, TypeError, "attn_residual_scale"),
+])
+def test_config_checks(kwargs, error, match):
+    args = dict(vocab_size=12, max_len=18, d_model=8) | kwargs
+    with pytest.raises(error, match=match):
+        GPTConfig(**args)
+    assert GPTConfig(np.int64(12), np.int32(18), np.int64(8)).d_model == 8  # NumPy ints

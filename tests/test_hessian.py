@@ -6,21 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strategies import REGIMES, layer_instances
+
 from xfmr import attention, hessian
 
 REL_TOL = 1e-9
-# query-weight scale per attention regime: tiny scores (near uniform), O(1), large scores (near one-hot)
-REGIMES = {"uniform": 1e-4, "generic": 0.7, "one_hot": 6.0}
 
 
 def _instance(seed, L, d_V, d_K, regime="generic"):
-    k = jax.random.split(jax.random.PRNGKey(seed), 5)
-    X = jax.random.normal(k[0], (L, d_V))
-    Y = jax.random.normal(k[1], (L, d_V))
-    W_Q = REGIMES[regime] * jax.random.normal(k[2], (d_V, d_K))
-    W_K = jax.random.normal(k[3], (d_V, d_K))
-    W_V = jax.random.normal(k[4], (d_V, d_V))
-    return X, Y, W_Q, W_K, W_V
+    return attention.random_instance(jax.random.PRNGKey(seed), L, d_V, d_K, query_scale=REGIMES[regime])
 
 
 def _rel(a, b, scale):
@@ -53,12 +47,12 @@ def _check_all(args, softmax=True):
 SHAPES = [(1, 3, 2), (4, 2, 4), (4, 3, 2)]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("softmax", [True, False])
-@settings(max_examples=4, deadline=None, derandomize=True)
-@given(regime=st.sampled_from(sorted(REGIMES)), seed=st.integers(0, 10_000))
-def test_closed_forms_match_autodiff(shape, softmax, regime, seed):
-    _check_all(_instance(seed, *shape, regime), softmax=softmax)
+@settings(max_examples=12, deadline=None)
+@given(drawn=layer_instances(SHAPES, input_scales=(0.3, 1.0)))
+def test_closed_forms_match_autodiff(softmax, drawn):
+    instance, _ = drawn
+    _check_all(tuple(jnp.asarray(a) for a in instance), softmax=softmax)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -108,11 +102,10 @@ def test_qk_gradient_is_gradient_in_product():
     assert jnp.allclose(hessian.qk_gradient(X, Y, W_Q, W_K, W_V), ref, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@settings(max_examples=3, deadline=None, derandomize=True)
-@given(regime=st.sampled_from(sorted(REGIMES)), softmax=st.booleans(), seed=st.integers(0, 10_000))
-def test_block_norms_match_dense(shape, regime, softmax, seed):
-    args = _instance(seed, *shape, regime)
+@settings(max_examples=9, deadline=None)
+@given(drawn=layer_instances(SHAPES), softmax=st.booleans())
+def test_block_norms_match_dense(drawn, softmax):
+    args = tuple(jnp.asarray(a) for a in drawn[0])
     dense = hessian.dense_block_norms(*hessian.autodiff_blocks(*args, softmax=softmax))
     fast = hessian.block_norms(*args, softmax=softmax)
     scale = max(float(v) for part in dense.values() for v in part.values())

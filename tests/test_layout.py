@@ -39,3 +39,41 @@ def test_kernel_module_does_not_import_tooling(name):
 def test_kernel_module_imports(name):
     importlib.import_module(f"xfmr.{name}")
 
+
+
+def private_names_used_from_other_modules(path: Path, own: str) -> set[str]:
+    """``module._name`` uses and ``from xfmr.module import _name`` imports of other xfmr modules."""
+    tree = ast.parse(path.read_text())
+    used, aliases = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "xfmr":
+            for alias in node.names:
+                if node.module == "xfmr":
+                    aliases[alias.asname or alias.name] = alias.name
+                elif alias.name.startswith("_") and node.module != f"xfmr.{own}":
+                    used.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("xfmr."):
+                    aliases[alias.asname or alias.name] = alias.name.split(".", 1)[1]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and node.attr.startswith("_")
+                and aliases[node.value.id] != own):
+            used.add(f"xfmr.{aliases[node.value.id]}.{node.attr}")
+    return used
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_kernel_module_uses_no_private_name_of_another(name):
+    path = Path(xfmr.__path__[0]) / f"{name}.py"
+    assert not private_names_used_from_other_modules(path, name)
+
+
+def test_private_name_detector_detects():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.py"
+        path.write_text("from xfmr.sources import _check\nfrom xfmr import khop as k\nk._find(1)\n")
+        assert private_names_used_from_other_modules(path, "m") == {"xfmr.sources._check", "xfmr.khop._find"}

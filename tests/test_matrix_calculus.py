@@ -81,7 +81,7 @@ def test_bad_input_names_the_argument():
         mc.vec_r(jnp.ones(3))
     with pytest.raises(ValueError, match="v must have shape"):
         mc.unvec_r(jnp.ones(5), (2, 3))
-    with pytest.raises(ValueError, match="m must be a positive int"):
+    with pytest.raises(ValueError, match="m must be an integer >= 1"):
         mc.commutation_matrix(0, 2)
     with pytest.raises(ValueError, match="C must have"):
         mc.kron_matvec(jnp.ones((2, 2)), jnp.ones((3, 2)), jnp.ones((2, 2)))

@@ -9,7 +9,7 @@ import pytest
 
 from xfmr.divergences import histogram, total_variation
 from xfmr.sources import (
-    long_tailed_chain, markov_chain, next_token_conditionals, sample_sequences, sequence_log_prob,
+    long_tailed_chain, markov_chain, next_token_conditionals, sample_chain, sequence_log_prob,
     stationary_distribution, transition_counts,
 )
 
@@ -42,21 +42,21 @@ def test_joint_sums_to_one_by_enumeration():
 
 def test_sampling_matches_chain():
     chain = long_tailed_chain(jax.random.key(3), 4, exponent=1.0)
-    x = sample_sequences(chain, jax.random.key(4), 2000, 20)
+    x = sample_chain(chain, jax.random.key(4), 2000, 20)
     assert x.shape == (2000, 20) and x.dtype == jnp.int32
     counts = transition_counts(x, 4)
     assert int(counts.sum()) == 2000 * 19
     # TV of the estimated rows to the truth: about sqrt(K / n_row) / 2 ~ 0.02
     assert float(total_variation(histogram(counts), chain.transition).max()) < 0.05
     np.testing.assert_allclose(histogram(jnp.bincount(x[:, 0], length=4)), chain.initial, atol=0.04)
-    x2 = sample_sequences(chain, jax.random.key(4), 2000, 20)
+    x2 = sample_chain(chain, jax.random.key(4), 2000, 20)
     np.testing.assert_array_equal(x, x2)
-    assert sample_sequences(chain, jax.random.key(4), 3, 1).shape == (3, 1)
+    assert sample_chain(chain, jax.random.key(4), 3, 1).shape == (3, 1)
 
 
 def test_sampling_jits():
     chain = long_tailed_chain(jax.random.key(3), 4)
-    f = jax.jit(lambda k: sample_sequences(chain, k, 5, 6))
+    f = jax.jit(lambda k: sample_chain(chain, k, 5, 6))
     assert f(jax.random.key(0)).shape == (5, 6)
 
 
@@ -79,13 +79,13 @@ def test_bad_chain_raises(fn, args, match):
 
 def test_bad_tokens_and_sizes_raise():
     chain = long_tailed_chain(jax.random.key(0), 3)
-    with pytest.raises(ValueError, match="tokens must lie in"):
+    with pytest.raises(ValueError, match="tokens must hold tokens in"):
         sequence_log_prob(chain, jnp.array([[0, 3]]))
     with pytest.raises(TypeError, match="tokens must be an integer"):
         sequence_log_prob(chain, jnp.array([[0.0, 1.0]]))
     with pytest.raises(ValueError, match="n_sequences"):
-        sample_sequences(chain, jax.random.key(0), 0, 4)
+        sample_chain(chain, jax.random.key(0), 0, 4)
     with pytest.raises(ValueError, match="length"):
-        sample_sequences(chain, jax.random.key(0), 2, 0)
-    with pytest.raises(ValueError, match="tokens must lie in"):
+        sample_chain(chain, jax.random.key(0), 2, 0)
+    with pytest.raises(ValueError, match="tokens must hold tokens in"):
         transition_counts(jnp.array([[0, 5]]), 3)

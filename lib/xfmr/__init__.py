@@ -15,7 +15,9 @@ Part I, experiments
 
 - :mod:`xfmr.gpt`              a GPT-2-style decoder written for the book
 - :mod:`xfmr.addition`         the paper's digit-addition task
-- :mod:`xfmr.curvature`        dense Hessian/GGN blocks and Hutchinson block-norm estimates
+- :mod:`xfmr.curvature`        dense ``H``, ``H_o``, ``H_f`` of any ``Problem`` and Hutchinson
+  block-norm estimates
+- :mod:`xfmr.sweeps`           the GPT + addition curvature problem and the embedding-scale sweep
 - :mod:`xfmr.slopes`           log-log slopes with an uncertainty over seeds
 
 Part II, cross-entropy
@@ -28,17 +30,22 @@ Part II, cross-entropy
 
 Part III, K-hop induction heads
 
-- :mod:`xfmr.khop`             the task, its reference implementation and the log-depth construction
+- :mod:`xfmr.khop`             the task: pointer maps ``find^e``, ``hop_k``, the paper's data
+- :mod:`xfmr.khop_construction` the explicit log-depth transformer that computes ``hop_k``
+
+Part V, transition-constrained Bayesian optimisation
+
+- :mod:`xfmr.tcbo`             grid MDPs, the DP path planner, the weight-space GP, the design
+  utility with its Danskin gradient, Frank-Wolfe, TC-BO and baselines, a runner over seeds
 
 Shared
 
 - :mod:`xfmr.validate`         argument checks every module uses (TypeError for a type, ValueError for a value)
 - :mod:`xfmr.gp`               exact Gaussian-process regression (Parts IV and V)
 
-The book itself
-
-- :mod:`xfmr.book`             the pipeline: execute pages, render, browser check
-- :mod:`xfmr.bench`            benchmarks (``make bench``)
+The book's tooling is not in this package: the pipeline (execute, render, browser check) and
+the benchmarks are the package ``bookkit`` (``lib/bookkit``), which imports ``xfmr``, never
+the other way round.
 """
 
 __version__ = "0.1.0"

@@ -20,6 +20,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from xfmr.validate import check_int, check_real
+
 __all__ = ["PLUS", "EQUALS", "VOCAB_SIZE", "seq_len", "answer_positions", "make_batch",
            "decode_numbers", "answer_loss"]
 
@@ -28,20 +30,19 @@ EQUALS = 11
 VOCAB_SIZE = 12
 
 
-def _check_n_digits(n_digits: int) -> None:
-    if not isinstance(n_digits, int) or isinstance(n_digits, bool) or n_digits < 1:
-        raise ValueError(f"n_digits must be a positive int, got {n_digits!r}")
+def _check_n_digits(n_digits: int) -> int:
+    return check_int(n_digits, "n_digits", minimum=1)
 
 
 def seq_len(n_digits: int = 5) -> int:
     """Tokens per sequence: ``3 * n_digits + 3`` (18 for 5 digits)."""
-    _check_n_digits(n_digits)
+    n_digits = _check_n_digits(n_digits)
     return 3 * n_digits + 3
 
 
 def answer_positions(n_digits: int = 5) -> jax.Array:
     """The positions whose logits predict the answer digits: ``2 n + 1 .. 3 n + 1`` (11..16)."""
-    _check_n_digits(n_digits)
+    n_digits = _check_n_digits(n_digits)
     return jnp.arange(2 * n_digits + 1, 3 * n_digits + 2)
 
 
@@ -67,12 +68,10 @@ def make_batch(key: jax.Array, batch_size: int, n_digits: int = 5, *,
     Returns:
         int32 tokens ``(B, 3 n + 3)``.
     """
-    _check_n_digits(n_digits)
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    for name, p in (("enrich_prob", enrich_prob), ("enrich_frac", enrich_frac)):
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {p!r}")
+    n_digits = _check_n_digits(n_digits)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    enrich_prob = check_real(enrich_prob, "enrich_prob", minimum=0.0, maximum=1.0)
+    enrich_frac = check_real(enrich_frac, "enrich_frac", minimum=0.0, maximum=1.0)
     if n_digits > 8 and not jax.config.jax_enable_x64:
         raise ValueError(f"n_digits must be <= 8 without jax_enable_x64, got {n_digits}")
     kx, ky, kb, kp = jax.random.split(key, 4)
@@ -92,7 +91,7 @@ def make_batch(key: jax.Array, batch_size: int, n_digits: int = 5, *,
 
 def decode_numbers(tokens: jax.Array, n_digits: int = 5):
     """Split tokens ``(B, 3n+3)`` into the integers ``(x, y, z)``, each ``(B,)``."""
-    _check_n_digits(n_digits)
+    n_digits = _check_n_digits(n_digits)
     tokens = jnp.asarray(tokens)
     if tokens.ndim != 2 or tokens.shape[1] != seq_len(n_digits):
         raise ValueError(f"tokens must have shape (B, {seq_len(n_digits)}), got {tokens.shape}")
@@ -109,7 +108,7 @@ def answer_loss(logits: jax.Array, tokens: jax.Array, n_digits: int = 5) -> jax.
 
     .. math:: \\ell = -\\frac{1}{B (n+1)} \\sum_{b, t} \\log \\mathrm{softmax}(z_{b,t})_{y_{b,t}}.
     """
-    _check_n_digits(n_digits)
+    n_digits = _check_n_digits(n_digits)
     n_ans = n_digits + 1
     if logits.ndim != 3 or logits.shape[1] not in (n_ans, seq_len(n_digits)):
         raise ValueError(f"logits must be (B, {seq_len(n_digits)} or {n_ans}, V), "

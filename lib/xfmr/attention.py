@@ -28,6 +28,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from xfmr.validate import check_choice, check_int, check_real
 
 BLOCK_NAMES = ("Q", "K", "V")
 
@@ -120,6 +123,44 @@ def split_blocks(M, d_V: int, d_K: int) -> dict[str, jnp.ndarray]:
         offsets[name] = slice(start, start + sizes[name])
         start += sizes[name]
     return {a + b: M[offsets[a], offsets[b]] for a in BLOCK_NAMES for b in BLOCK_NAMES}
+
+
+class LayerInstance(NamedTuple):
+    """Inputs ``X (L, d_V)``, targets ``Y (L, d_V)`` and weights of one attention layer."""
+
+    X: jnp.ndarray
+    Y: jnp.ndarray
+    W_Q: jnp.ndarray
+    W_K: jnp.ndarray
+    W_V: jnp.ndarray
+
+
+def random_instance(key, L: int, d_V: int, d_K: int, *, weights: str = "unit",
+                    query_scale: float = 1.0, input_scale: float = 1.0) -> LayerInstance:
+    """A random layer: ``key`` split in five, one key each for ``X, Y, W_Q, W_K, W_V``.
+
+    ``X = input_scale * N(0, 1)``, ``Y = N(0, 1)``; the weights are ``N(0, 1)``
+    (``weights="unit"``) or ``N(0, 1) / sqrt(d_V)`` (``weights="fan_in"``), and ``W_Q`` is
+    further multiplied by ``query_scale`` (small: near-uniform attention; large: near one-hot).
+    Arrays of JAX's default float dtype (float64 under ``jax_enable_x64``).
+    """
+    L = check_int(L, "L", minimum=1)
+    d_V = check_int(d_V, "d_V", minimum=1)
+    d_K = check_int(d_K, "d_K", minimum=1)
+    check_choice(weights, "weights", ("unit", "fan_in"))
+    query_scale = check_real(query_scale, "query_scale")
+    input_scale = check_real(input_scale, "input_scale")
+    k = jax.random.split(key, 5)
+    X = jax.random.normal(k[0], (L, d_V))
+    if input_scale != 1.0:
+        X = input_scale * X
+    Y = jax.random.normal(k[1], (L, d_V))
+    W = [jax.random.normal(k[i], shape) for i, shape in ((2, (d_V, d_K)), (3, (d_V, d_K)), (4, (d_V, d_V)))]
+    if weights == "fan_in":
+        W = [w / np.sqrt(d_V) for w in W]
+    if query_scale != 1.0:
+        W[0] = query_scale * W[0]
+    return LayerInstance(X, Y, *W)
 
 
 class HessianSplit(NamedTuple):

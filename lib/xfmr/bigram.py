@@ -9,7 +9,7 @@ $$
 
 so by the chain rule $\\log q(x_{1:T}) = \\sum_t \\log q(x_t \\mid x_{1:t-1})$ and the summed
 next-token cross-entropy is exactly $-\\log q(x_{1:T})$. The model is a Markov chain
-(:func:`as_markov_chain`) and can be sampled with :func:`xfmr.sources.sample_sequences`.
+(:func:`as_markov_chain`) and can be sampled with :func:`xfmr.sources.sample_chain`.
 
 The *value* model predicts one number per context, $\\hat v(x_{1:t}) = v_{x_t}$ (and $v_0$ for
 the first token), for training with squared error on the token's value.
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from xfmr.sources import MarkovChain, _check_tokens
+from xfmr.sources import MarkovChain
+from xfmr.validate import check_int, check_tokens
 
 __all__ = [
-    "init_params",
+    "init_logit_params",
     "next_token_logits",
     "log_prob",
     "next_token_loss",
@@ -34,15 +34,9 @@ __all__ = [
 ]
 
 
-def _check_n_states(n_states) -> int:
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-        raise ValueError(f"n_states must be an int >= 2, got {n_states!r}")
-    return int(n_states)
-
-
-def init_params(key: jax.Array, n_states: int, *, scale: float = 0.01, dtype=None) -> dict:
+def init_logit_params(key: jax.Array, n_states: int, *, scale: float = 0.01, dtype=None) -> dict:
     """Logits $b \\sim \\mathcal{N}(0, s^2 I_K)$, $W \\sim \\mathcal{N}(0, s^2 I_{K^2})$ (``scale`` $s$)."""
-    n_states = _check_n_states(n_states)
+    n_states = check_int(n_states, "n_states", minimum=2)
     dtype = dtype or jnp.result_type(float)
     kb, kw = jax.random.split(key)
     return {
@@ -69,7 +63,7 @@ def next_token_logits(params: dict, tokens) -> jax.Array:
     Position 0 gets $b$ (no context), position $t > 0$ gets $W_{x_{t-1}, :}$.
     """
     k = _n_states(params)
-    tokens = _check_tokens(tokens, k)
+    tokens = check_tokens(tokens, "tokens", n_states=k)
     b = jnp.broadcast_to(params["initial"], tokens.shape[:-1] + (1, k))
     return jnp.concatenate([b, params["transition"][tokens[..., :-1]]], axis=-2)
 
@@ -94,7 +88,7 @@ def as_markov_chain(params: dict) -> MarkovChain:
 
 def init_value_params(n_states: int, dtype=None) -> dict:
     """Zero-initialised value model: ``initial`` $v_0$ (scalar) and ``transition`` $v$ $(K,)$."""
-    n_states = _check_n_states(n_states)
+    n_states = check_int(n_states, "n_states", minimum=2)
     dtype = dtype or jnp.result_type(float)
     return {"initial": jnp.zeros((), dtype), "transition": jnp.zeros((n_states,), dtype)}
 
@@ -104,6 +98,6 @@ def next_token_values(params: dict, tokens) -> jax.Array:
     v = params.get("transition") if isinstance(params, dict) else None
     if v is None or jnp.ndim(v) != 1 or jnp.ndim(params.get("initial")) != 0:
         raise ValueError("params must be a dict with 'initial' () and 'transition' (K,) (a value model)")
-    tokens = _check_tokens(tokens, jnp.shape(v)[0])
+    tokens = check_tokens(tokens, "tokens", n_states=jnp.shape(v)[0])
     v0 = jnp.broadcast_to(params["initial"], tokens.shape[:-1] + (1,))
     return jnp.concatenate([v0, v[tokens[..., :-1]]], axis=-1)

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from xfmr.validate import is_concrete
+
 __all__ = [
     "check_distribution",
     "histogram",
@@ -31,10 +33,6 @@ __all__ = [
     "kl_divergence",
     "total_variation",
 ]
-
-
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
 
 
 def _as_float(x, name: str) -> jax.Array:
@@ -63,7 +61,7 @@ def check_distribution(p, name: str = "p") -> jax.Array:
             to one (checked only for concrete, non-traced inputs).
     """
     p = _as_float(p, name)
-    if _is_concrete(p):
+    if is_concrete(p):
         a = np.asarray(p)
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be finite probabilities, got non-finite entries")
@@ -104,7 +102,7 @@ def histogram(counts) -> jax.Array:
         ValueError: negative counts, non-finite counts, or a row with total count 0.
     """
     c = _as_float(counts, "counts")
-    if _is_concrete(c):
+    if is_concrete(c):
         a = np.asarray(c)
         if not np.all(np.isfinite(a)):
             raise ValueError("counts must be finite, got non-finite entries")

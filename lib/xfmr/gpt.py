@@ -55,6 +55,8 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from xfmr.validate import check_choice, check_int, check_real
+
 __all__ = ["GPTConfig", "init_params", "forward", "forward_from_embedding", "head", "LN_EPS"]
 
 LN_EPS = 1e-5
@@ -85,22 +87,22 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_len", "d_model", "n_layers", "n_heads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            object.__setattr__(self, name, check_int(getattr(self, name), name, minimum=1))
         if self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={self.d_model}, "
                 f"n_heads={self.n_heads}"
             )
-        if self.d_mlp is not None and (not isinstance(self.d_mlp, int) or self.d_mlp < 1):
-            raise ValueError(f"d_mlp must be a positive int or None, got {self.d_mlp!r}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
-        if self.layer_norm not in _LAYER_NORMS:
-            raise ValueError(f"layer_norm must be one of {_LAYER_NORMS}, got {self.layer_norm!r}")
-        if self.init_std is not None and not self.init_std > 0:
-            raise ValueError(f"init_std must be positive or None, got {self.init_std!r}")
+        if self.d_mlp is not None:
+            object.__setattr__(self, "d_mlp", check_int(self.d_mlp, "d_mlp", minimum=1))
+        check_choice(self.activation, "activation", _ACTIVATIONS)
+        check_choice(self.layer_norm, "layer_norm", _LAYER_NORMS)
+        check_real(self.attn_residual_scale, "attn_residual_scale")
+        if self.init_std is not None:
+            check_real(self.init_std, "init_std", minimum=0.0, strict_minimum=True)
+        for name in ("softmax", "mlp", "causal"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
     @property
     def d_head(self) -> int:
@@ -175,7 +177,7 @@ def layer_norm(x: jax.Array, p: dict) -> jax.Array:
     return (x - mu) * jax.lax.rsqrt(var + jnp.asarray(LN_EPS, x.dtype)) * p["scale"] + p["bias"]
 
 
-def attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
+def multi_head_attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
     """Multi-head attention. ``x`` is ``(B, n, d)``; returns ``(out (B, m, d), A (B, H, m, n))``.
 
     ``q_pos`` (optional, int ``(m,)``) restricts the queries to those positions (keys and
@@ -238,17 +240,17 @@ def forward_from_embedding(params: dict, x: jax.Array, config: GPTConfig, *,
         q_pos = q_last if i == n_blocks - 1 else None
         x_q = x if q_pos is None else x[:, q_pos]
         if config.layer_norm == "pre":
-            a, A = attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
+            a, A = multi_head_attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
             x = rho * x_q + a
             if config.mlp:
                 x = x + mlp(blk["mlp"], layer_norm(x, blk["ln2"]), config)
         elif config.layer_norm == "post":
-            a, A = attention(blk["attn"], x, config, q_pos)
+            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
             x = layer_norm(rho * x_q + a, blk["ln1"])
             if config.mlp:
                 x = layer_norm(x + mlp(blk["mlp"], x, config), blk["ln2"])
         else:
-            a, A = attention(blk["attn"], x, config, q_pos)
+            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
             x = rho * x_q + a
             if stop_after_last_attention and i == n_blocks - 1:
                 return x

@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.divergences import _is_concrete, check_distribution
+from xfmr.divergences import check_distribution
+from xfmr.validate import check_int, is_concrete
 
 __all__ = [
     "one_hot",
@@ -55,7 +56,7 @@ def _check_labels(labels, batch_shape: tuple[int, ...], n_classes: int, scores_n
         raise ValueError(
             f"labels must have shape {scores_name}.shape[:-1] = {batch_shape}, got {labels.shape}"
         )
-    if _is_concrete(labels) and labels.size:
+    if is_concrete(labels) and labels.size:
         a = np.asarray(labels)
         if a.min() < 0 or a.max() >= n_classes:
             raise ValueError(
@@ -71,8 +72,7 @@ def one_hot(labels, n_classes: int, dtype=None) -> jax.Array:
     Raises:
         ValueError: ``n_classes < 1`` or labels outside ``[0, n_classes)`` (concrete inputs).
     """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
-        raise ValueError(f"n_classes must be a positive int, got {n_classes!r}")
+    n_classes = check_int(n_classes, "n_classes", minimum=1)
     labels = _check_labels(labels, jnp.shape(labels), int(n_classes), "labels")
     return jax.nn.one_hot(labels, n_classes, dtype=dtype or jnp.result_type(float))
 

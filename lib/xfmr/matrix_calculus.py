@@ -17,6 +17,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from xfmr.validate import check_int
+
 
 def _as_matrix(name: str, A) -> jnp.ndarray:
     A = jnp.asarray(A)
@@ -51,9 +53,8 @@ def commutation_matrix(m: int, n: int, dtype=jnp.float32) -> jnp.ndarray:
 
     ``K_{m,n} vec_r(B) = vec_r(B^T)`` for ``B`` of shape ``(n, m)``; ``K_{m,n}^T = K_{n,m}``.
     """
-    for name, v in (("m", m), ("n", n)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    m = check_int(m, "m", minimum=1)
+    n = check_int(n, "n", minimum=1)
     # vec_r(B) index of B[a, b] is a m + b; vec_r(B^T) index of B^T[b, a] = B[a, b] is b n + a.
     a, b = jnp.meshgrid(jnp.arange(n), jnp.arange(m), indexing="ij")
     rows = (b * n + a).reshape(-1)

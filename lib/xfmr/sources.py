@@ -18,16 +18,16 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from xfmr.divergences import check_distribution
+from xfmr.validate import check_int, check_tokens
 
 __all__ = [
     "MarkovChain",
     "markov_chain",
     "long_tailed_chain",
     "stationary_distribution",
-    "sample_sequences",
+    "sample_chain",
     "sequence_log_prob",
     "next_token_conditionals",
     "transition_counts",
@@ -71,8 +71,7 @@ def long_tailed_chain(key: jax.Array, n_states: int, exponent: float = 1.5, dtyp
     Raises:
         ValueError: ``n_states < 2`` or ``exponent <= 0``.
     """
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-        raise ValueError(f"n_states must be an int >= 2, got {n_states!r}")
+    n_states = check_int(n_states, "n_states", minimum=2)
     if not exponent > 0:
         raise ValueError(f"exponent must be > 0, got {exponent!r}")
     dtype = dtype or jnp.result_type(float)
@@ -99,19 +98,13 @@ def stationary_distribution(chain: MarkovChain) -> jax.Array:
     return pi / pi.sum()
 
 
-def _check_length(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def sample_sequences(chain: MarkovChain, key: jax.Array, n_sequences: int, length: int) -> jax.Array:
+def sample_chain(chain: MarkovChain, key: jax.Array, n_sequences: int, length: int) -> jax.Array:
     """Draw ``n_sequences`` independent sequences of ``length`` tokens: ``(n_sequences, length)`` int32.
 
     Ancestral sampling $x_1 \\sim \\pi_0$, $x_{t+1} \\sim P_{x_t, :}$; jit-compatible for static sizes.
     """
-    n_sequences = _check_length("n_sequences", n_sequences)
-    length = _check_length("length", length)
+    n_sequences = check_int(n_sequences, "n_sequences", minimum=1)
+    length = check_int(length, "length", minimum=1)
     log_p = jnp.log(chain.transition)
     k0, k_rest = jax.random.split(key)
     x1 = jax.random.categorical(k0, jnp.log(chain.initial), shape=(n_sequences,))
@@ -124,22 +117,9 @@ def sample_sequences(chain: MarkovChain, key: jax.Array, n_sequences: int, lengt
     return jnp.concatenate([x1[:, None], rest.T], axis=1).astype(jnp.int32)
 
 
-def _check_tokens(tokens, n_states: int) -> jax.Array:
-    tokens = jnp.asarray(tokens)
-    if not jnp.issubdtype(tokens.dtype, jnp.integer):
-        raise TypeError(f"tokens must be an integer array, got dtype {tokens.dtype}")
-    if tokens.ndim < 1 or tokens.shape[-1] < 1:
-        raise ValueError(f"tokens must have shape (..., T) with T >= 1, got {tokens.shape}")
-    if not isinstance(tokens, jax.core.Tracer) and tokens.size:
-        a = np.asarray(tokens)
-        if a.min() < 0 or a.max() >= n_states:
-            raise ValueError(f"tokens must lie in [0, {n_states}), got range [{a.min()}, {a.max()}]")
-    return tokens
-
-
 def sequence_log_prob(chain: MarkovChain, tokens) -> jax.Array:
     """Exact $\\log p(x_{1:T})$ under the chain: ``(..., T) -> (...)``."""
-    tokens = _check_tokens(tokens, chain.n_states)
+    tokens = check_tokens(tokens, "tokens", n_states=chain.n_states)
     first = jnp.log(chain.initial)[tokens[..., 0]]
     steps = jnp.log(chain.transition)[tokens[..., :-1], tokens[..., 1:]]
     return first + steps.sum(-1)
@@ -150,14 +130,14 @@ def next_token_conditionals(chain: MarkovChain, tokens) -> jax.Array:
 
     Row $t = 1$ is $\\pi_0$; row $t > 1$ is $P_{x_{t-1}, :}$.
     """
-    tokens = _check_tokens(tokens, chain.n_states)
+    tokens = check_tokens(tokens, "tokens", n_states=chain.n_states)
     first = jnp.broadcast_to(chain.initial, tokens.shape[:-1] + (1, chain.n_states))
     return jnp.concatenate([first, chain.transition[tokens[..., :-1]]], axis=-2)
 
 
 def transition_counts(tokens, n_states: int) -> jax.Array:
     """Counts $n_{ij} = \\#\\{(t, \\text{seq}) : x_t = i, x_{t+1} = j\\}$: ``(..., T) -> (K, K)`` int32."""
-    n_states = _check_length("n_states", n_states)
-    tokens = _check_tokens(tokens, n_states)
+    n_states = check_int(n_states, "n_states", minimum=1)
+    tokens = check_tokens(tokens, "tokens", n_states=n_states)
     flat = (tokens[..., :-1] * n_states + tokens[..., 1:]).reshape(-1)
     return jnp.bincount(flat, length=n_states * n_states).reshape(n_states, n_states).astype(jnp.int32)

@@ -31,6 +31,7 @@ __all__ = [
     "check_array",
     "check_finite",
     "check_shape",
+    "check_tokens",
 ]
 
 
@@ -114,8 +115,8 @@ def check_array(x: Any, name: str, *, ndim: int | Sequence[int] | None = None, k
 
 def check_finite(x: jax.Array, name: str) -> jax.Array:
     """``ValueError`` if a concrete array has a NaN or infinite entry (tracers pass)."""
-    if is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
-        n_bad = int(jnp.sum(~jnp.isfinite(x)))
+    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):  # numpy: concrete under jit
+        n_bad = int(np.sum(~np.isfinite(np.asarray(x))))
         raise ValueError(f"{name} must be finite, got {n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'}")
     return x
 
@@ -128,6 +129,26 @@ def check_shape(x: jax.Array, name: str, shape: Sequence[int | None]) -> jax.Arr
         pretty = "(" + ", ".join("*" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
         raise ValueError(f"{name} must have shape {pretty}, got {got}")
     return x
+
+
+def check_tokens(x: Any, name: str, *, ndim: int | Sequence[int] | None = None,
+                 n_states: int | None = None) -> jax.Array:
+    """An integer array of tokens ``(..., T)`` with ``T >= 1``, each in ``[0, n_states)``.
+
+    A non-integer dtype is a ``TypeError``; a wrong number of dimensions, an empty last axis
+    or (for a concrete array) a token outside ``[0, n_states)`` (``>= 0`` when ``n_states``
+    is ``None``) is a ``ValueError``. A tracer passes the value check.
+    """
+    arr = check_array(x, name, ndim=ndim, kind="int")
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"{name} must have shape (..., T) with T >= 1 tokens, got {tuple(arr.shape)}")
+    if is_concrete(arr) and arr.size:
+        values = np.asarray(arr)  # numpy: also concrete inside a jit trace
+        lo, hi = int(values.min()), int(values.max())
+        if lo < 0 or (n_states is not None and hi >= n_states):
+            want = f"in [0, {n_states})" if n_states is not None else ">= 0"
+            raise ValueError(f"{name} must hold tokens {want}, got range [{lo}, {hi}]")
+    return arr
 
 
 def _span(minimum: int | None, maximum: int | None) -> str:

@@ -8,14 +8,14 @@ machine; the goal is <= 0.33 s. We time the jitted unit with the compilation amo
 (median of repeated calls at new sigmas and probe keys; the compilation is reported on its
 own row), in float32 (the official dtype) and in float64 (the book's dtype).
 
-The unit is the exact code path of the book's sweeps (``xfmr.curvature.gpt_problem`` with
+The unit is the exact code path of the book's sweeps (``xfmr.sweeps.addition_problem`` with
 ``linear_head=True``, as ``sigma_sweep`` uses it for this model): every probe stops at the
 residual after the attention, and the ReLU MLP and unembedding enter through their per-token
 Jacobian, which is exact for this piecewise-linear head (tested against the plain path in
-``tests/test_curvature.py``).
+``tests/test_sweeps.py``).
 
 The deep unit: the same at one sigma for 5 layers, W_Q and W_V of every layer (the paper
-profile's 5-layer sweep, 400 such units), timed as ``xfmr.curvature.sigma_sweep`` runs it,
+profile's 5-layer sweep, 400 such units), timed as ``xfmr.sweeps.sigma_sweep`` runs it,
 with all blocks estimated together or only the diagonal blocks, each from its own problem.
 """
 
@@ -34,29 +34,22 @@ GOAL_SECONDS = 0.33
 
 
 def _unit(dtype, d_model: int = 128, batch_size: int = 64, n_probes: int = 20):
-    from xfmr.addition import answer_positions, make_batch
-    from xfmr.curvature import cross_entropy, gpt_problem, hutchinson_samples
-    from xfmr.gpt import GPTConfig, embed, init_params
+    from xfmr.curvature import hutchinson_samples
+    from xfmr.gpt import GPTConfig
+    from xfmr.sweeps import addition_problem, sweep_instance
 
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d_model)
-    kp, ke, kx, kb = jax.random.split(jax.random.key(1234), 4)
-    params = init_params(kp, cfg, dtype)
-    params["embed"] = {"W_E": jax.random.normal(ke, (12, d_model), dtype),
-                       "W_pos": jax.random.normal(kx, (18, d_model), dtype)}
-    tokens = make_batch(kb, batch_size)
-    x_base = embed(params, tokens)
+    params, tokens, _ = sweep_instance(cfg, 0, batch_size=batch_size, dtype=dtype)
     paths = [("blocks", 0, "attn", "W_Q"), ("blocks", 0, "attn", "W_V")]
 
     @jax.jit
-    def unit(params, x_base, sigma, key):
-        out_fn, loss_fn, theta = gpt_problem(params, cfg, sigma * x_base, paths,
-                                             cross_entropy(tokens[:, 12:]),
-                                             positions=answer_positions(), linear_head=True)
-        q = hutchinson_samples(out_fn, loss_fn, theta, key, n_probes)
-        # diagonal blocks only: ||H_QQ||, ||H_VV|| (and G, Hf)
+    def unit(params, sigma, key):
+        problem = addition_problem(params, cfg, tokens, paths, embed_scale=sigma, linear_head=True)
+        q = hutchinson_samples(problem, key, n_probes)
+        # diagonal blocks only: ||H_QQ||, ||H_VV|| (and H_o, H_f)
         return {k: jnp.sqrt(jnp.diagonal(jnp.mean(v, -1))) for k, v in q.items()}
 
-    return lambda sigma, key: unit(params, x_base, jnp.asarray(sigma, dtype), key)
+    return lambda sigma, key: unit(params, jnp.asarray(sigma, dtype), key)
 
 
 def bench_growth_unit(repeats: int = 7) -> list[dict]:
@@ -95,8 +88,8 @@ def bench_deep_growth_unit(n_layers: int = 5, n_sigma: int = 3) -> list[dict]:
     difference between a sweep over ``1 + n_sigma`` points and a sweep over 1 point,
     divided by ``n_sigma`` (float64, one seed, compilation excluded by the difference).
     """
-    from xfmr.curvature import sigma_sweep
     from xfmr.gpt import GPTConfig
+    from xfmr.sweeps import sigma_sweep
 
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=128, n_layers=n_layers)
     paths = [("blocks", l, "attn", n) for l in range(n_layers) for n in ("W_Q", "W_V")]

@@ -31,13 +31,7 @@ from xfmr import attention, hessian
 
 
 def instance(L, d_V, d_K, seed=0):
-    k = jax.random.split(jax.random.PRNGKey(seed), 5)
-    X = jax.random.normal(k[0], (L, d_V))
-    Y = jax.random.normal(k[1], (L, d_V))
-    W_Q = jax.random.normal(k[2], (d_V, d_K)) / np.sqrt(d_V)
-    W_K = jax.random.normal(k[3], (d_V, d_K)) / np.sqrt(d_V)
-    W_V = jax.random.normal(k[4], (d_V, d_V)) / np.sqrt(d_V)
-    return X, Y, W_Q, W_K, W_V
+    return attention.random_instance(jax.random.PRNGKey(seed), L, d_V, d_K, weights="fan_in")
 
 
 def peak_mib():

@@ -2,7 +2,9 @@
 
 A page fails when MathJax reports an error (or never loads although the page has math), when
 a local link points to a file or anchor that does not exist, when a local request (image,
-script, stylesheet) fails, or when an image (a figure) did not load. The front page is saved
+script, stylesheet) fails, or when an image (a figure) did not load. Two site-wide checks: the
+download menu of a Part III page offers a valid executed notebook and its jupytext source, and
+the offline search, asked for a Part III word, lists a Part III page. The front page is saved
 as a screenshot.
 
     python -m bookkit.book.browser_check --site _build/html --screenshot _build/front-page.png
@@ -30,6 +32,10 @@ CHROMIUM_ARGS = [
 ]
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
 SKIP_PAGES = {"genindex.html", "search.html"}
+# The page whose downloads are checked, and a search query whose results must include a page
+# of the same part.
+DOWNLOAD_PAGE = "book/khop/task.html"
+SEARCH_QUERY, SEARCH_PART = "induction", "book/khop/"
 
 # Runs in the page: wait for MathJax, then report math errors, broken images and links.
 INSPECT_JS = """
@@ -152,10 +158,63 @@ def check_site(site: Path, screenshot: Path | None) -> list[str]:
                     screenshot.parent.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(screenshot), full_page=False)
                 page.close()
+            # Site-wide checks where their pages exist (main() requires them of the book).
+            if (site / DOWNLOAD_PAGE).exists():
+                problems += check_downloads(context, urljoin(base, DOWNLOAD_PAGE))
+            if (site / "search.html").exists():
+                problems += check_search(context, base)
             browser.close()
     finally:
         server.shutdown()
     return problems
+
+
+def check_downloads(context, url: str) -> list[str]:
+    """The page's download menu: the .ipynb is a valid notebook, the .md a jupytext notebook."""
+    import jupytext
+    import nbformat
+
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    page.click("button[aria-label='Download this page']")
+    links = {a.text_content().strip(): a.get_attribute("href")
+             for a in page.query_selector_all(".dropdown-download-buttons a.dropdown-item")}
+    page.close()
+    problems = []
+    for suffix, reader in ((".ipynb", lambda text: nbformat.reads(text, as_version=4)),
+                           (".md", lambda text: jupytext.reads(text, fmt="md:myst"))):
+        name = f"{url.rsplit('/', 1)[-1]}: download {suffix}"
+        if suffix not in links:
+            problems.append(f"{name}: no such entry in the download menu (found {sorted(links)})")
+            continue
+        response = context.request.get(urljoin(url, links[suffix]))
+        if not response.ok:
+            problems.append(f"{name}: {response.status}")
+            continue
+        try:
+            notebook = reader(response.text())
+            if suffix == ".ipynb":
+                nbformat.validate(notebook)
+            if not any(cell.cell_type == "code" for cell in notebook.cells):
+                problems.append(f"{name}: holds no code cell")
+        except Exception as error:  # noqa: BLE001 - any parse error is the finding
+            problems.append(f"{name}: not a valid notebook ({error})")
+    return problems
+
+
+def check_search(context, base: str) -> list[str]:
+    """The offline search page, given a query, lists at least one page of the expected part."""
+    page = context.new_page()
+    page.goto(urljoin(base, f"search.html?q={SEARCH_QUERY}"), wait_until="load")
+    try:
+        page.wait_for_selector("#search-results ul.search li a", timeout=60_000)
+        hrefs = [a.get_attribute("href") or "" for a in page.query_selector_all("#search-results ul.search li a")]
+    except Exception:  # noqa: BLE001 - a timeout means no results
+        hrefs = []
+    page.close()
+    if not any(SEARCH_PART in h for h in hrefs):
+        return [f"search for {SEARCH_QUERY!r}: no page under {SEARCH_PART} among {len(hrefs)} results"]
+    return []
 
 
 def _ids_of(context, url: str) -> set[str]:
@@ -180,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").exists():
         print(f"browser check: no built site at {site} (run the book build first)", file=sys.stderr)
         return 1
-    problems = check_site(site, args.screenshot)
+    problems = [f"{name}: missing from the built book" for name in (DOWNLOAD_PAGE, "search.html")
+                if not (site / name).exists()]
+    problems += check_site(site, args.screenshot)
     n_pages = len(site_pages(site))
     for line in problems:
         print(f"browser check: {line}", file=sys.stderr)

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 
 from bookkit.book.execute import find_root
+from bookkit.book.markdown_sources import EXTRA_SOURCES
+from bookkit.book.toc import page_source, toc_pages
 
 ROOT_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
@@ -48,6 +50,19 @@ def prepare(root: Path, notebooks: Path) -> None:
     if static.exists():
         shutil.rmtree(static)
     shutil.copytree(mathjax_dir(), static)
+    copy_markdown_sources(root, notebooks)
+
+
+def copy_markdown_sources(root: Path, notebooks: Path) -> None:
+    """Each page's markdown source to ``_extra/_sources/<page>.md`` (the site's download menu)."""
+    target = notebooks / EXTRA_SOURCES
+    if target.exists():
+        shutil.rmtree(target)
+    for page in toc_pages(root / "_toc.yml"):
+        source = page_source(root, page)
+        if source.suffix == ".md":
+            (target / page).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / f"{page}.md")
 
 
 def build(notebooks: Path, site_root: Path) -> int:
