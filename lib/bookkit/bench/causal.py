@@ -13,10 +13,8 @@ that process's peak resident set size (``VmHWM``), JAX runtime included.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
+
+from bookkit.bench import run_isolated
 
 _PRELUDE = """
 import json, time
@@ -46,11 +44,7 @@ def timed(fn):
 
 
 def _run(body: str) -> dict:
-    code = _PRELUDE + textwrap.dedent(body)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_isolated(_PRELUDE, body)
 
 
 def population_covariance_large(d: int = 1000) -> list[dict]:
