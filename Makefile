@@ -32,7 +32,7 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python lab peers-setup peers bench-peers clean
+.PHONY: help setup execute html book test unit nbval browser bench record-paper check-newest-python lab pdf peers-setup peers bench-peers clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -42,6 +42,7 @@ help:
 	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes"
 	@echo "make peers                (optional) PyTorch + curvlinops environment .venv-peers, cross-framework tests"
 	@echo "make bench-peers          (optional) the growth-rate unit timed with PyTorch + curvlinops and with ours"
+	@echo "make pdf                  the whole book as one PDF (_build/pdf/book.pdf), checked"
 	@echo "make lab                  JupyterLab on the repository: open any page (.md) as a notebook and run it"
 
 # setup: pick the interpreter, (re)create .venv when it is missing or was made by another
@@ -105,6 +106,12 @@ check-newest-python:
 	$(MAKE) --no-print-directory unit VENV=$(NEWEST_VENV) PYTHON=$(NEWEST_PYTHON)
 	$(NEWEST_VENV)/bin/python -m bookkit.book.execute --profile ci --out _build/nb/newest-python \
 		--page book/hessian/single_layer.md
+
+# The whole book as one PDF, printed by headless Chromium from a single-page HTML build of
+# the executed pages (executes them first if this profile's tree is missing), then checked.
+pdf: setup
+	@test -d $(NB_DIR)/book || $(MAKE) --no-print-directory execute
+	$(PY) -m bookkit.book.pdf --notebooks $(NB_DIR) --out _build/pdf/book.pdf
 
 # JupyterLab in the book's environment; every page's markdown opens as a notebook (jupytext).
 lab: setup

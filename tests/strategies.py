@@ -15,7 +15,8 @@ from xfmr.attention import LayerInstance
 REGIMES = {"uniform": 1e-4, "generic": 0.7, "one_hot": 6.0}
 
 
-def _matrix(shape, dtype):
+def matrices(shape, dtype=np.float64):
+    """Arrays of ``shape`` with entries in [-2, 2] (|entries| < 1e-3 set to 0)."""
     # bounded, and away from subnormals: the closed forms are compared with autodiff to ~1e-9
     elements = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False, width=64).map(
         lambda v: 0.0 if abs(v) < 1e-3 else v)
@@ -31,9 +32,9 @@ def layer_instances(draw, shapes, regimes=tuple(REGIMES), input_scales=(1.0,), d
     dtype = draw(st.sampled_from(dtypes))
     regime = draw(st.sampled_from(regimes))
     scale = draw(st.sampled_from(input_scales))
-    X = draw(_matrix((L, d_V), dtype)) * dtype(scale)
-    Y = draw(_matrix((L, d_V), dtype))
-    W_Q = draw(_matrix((d_V, d_K), dtype)) * dtype(REGIMES[regime])
-    W_K = draw(_matrix((d_V, d_K), dtype))
-    W_V = draw(_matrix((d_V, d_V), dtype))
+    X = draw(matrices((L, d_V), dtype)) * dtype(scale)
+    Y = draw(matrices((L, d_V), dtype))
+    W_Q = draw(matrices((d_V, d_K), dtype)) * dtype(REGIMES[regime])
+    W_K = draw(matrices((d_V, d_K), dtype))
+    W_V = draw(matrices((d_V, d_V), dtype))
     return LayerInstance(X, Y, W_Q, W_K, W_V), regime

@@ -217,4 +217,6 @@ def test_construction_does_not_call_the_reference(monkeypatch):
     monkeypatch.setattr(khop, "_find", boom)
     monkeypatch.setattr(khop, "hop", boom)
     monkeypatch.setattr(khop, "find", boom)
+    monkeypatch.setattr(khop, "_find_power", boom)
+    monkeypatch.setattr(khop, "find_power", boom)
     assert (model(x) == expected).all()

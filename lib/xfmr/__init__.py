@@ -19,6 +19,7 @@ Part I, experiments
   block-norm estimates
 - :mod:`xfmr.sweeps`           the GPT + addition curvature problem and the embedding-scale sweep
 - :mod:`xfmr.slopes`           log-log slopes with an uncertainty over seeds
+- :mod:`xfmr.gap_factors`      the query-value gap of the Hessian as a product of four factors
 
 Part II, cross-entropy
 
@@ -32,6 +33,19 @@ Part III, K-hop induction heads
 
 - :mod:`xfmr.khop`             the task: pointer maps ``find^e``, ``hop_k``, the paper's data
 - :mod:`xfmr.khop_construction` the explicit log-depth transformer that computes ``hop_k``
+- :mod:`xfmr.khop_strategy`    trained attention against the pointer maps of composition and doubling
+
+Part V, transition-constrained Bayesian optimisation
+
+- :mod:`xfmr.tcbo`             grid MDPs, the DP path planner, the weight-space GP, the design
+  utility with its Danskin gradient, Frank-Wolfe, TC-BO and baselines, a runner over seeds
+
+Part VI, standardized causal models
+
+- :mod:`xfmr.dags`             random DAGs (Erdos-Renyi, scale-free variants, trees) and edge weights
+- :mod:`xfmr.scm`              linear SCM, standardized SCM and iSCM: samplers and population covariances
+- :mod:`xfmr.sortability`      Var-, R^2- and CEV-sortability (as CausalDisco) and sort-and-regress
+- :mod:`xfmr.notears`          linear NOTEARS (JAX objective and gradient, SciPy L-BFGS-B)
 
 Shared
 

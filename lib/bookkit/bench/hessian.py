@@ -15,10 +15,8 @@ parent's peak across fork and exec), which includes the JAX runtime itself (abou
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
+
+from bookkit.bench import run_isolated
 
 DENSE_SIZES = ((8, 8, 4), (16, 16, 8), (32, 32, 16))  # (L, d_V, d_K)
 AGREEMENT_SIZES = ((1, 3, 2), (4, 3, 5), (6, 4, 2), (8, 6, 3))
@@ -53,12 +51,7 @@ def best_time(fn, repeats):
 
 
 def _run(body: str) -> dict:
-    """Run ``body`` (after the prelude) in a fresh interpreter; it must print one JSON object last."""
-    code = _PRELUDE + textwrap.dedent(body)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_isolated(_PRELUDE, body)
 
 
 def _size(L: int, d_V: int, d_K: int) -> str:

@@ -1,0 +1,74 @@
+"""Benchmarks of Part V (transition-constrained BO): one re-plan of the TC-BO policy.
+
+One re-plan = the posterior from the precision (Cholesky), the candidate set, the hardest
+candidate pair, the linearised reward and backward induction over the full horizon (the
+policy's action is read off at the current step), exactly as ``xfmr.tcbo`` runs it after
+every measurement. Sizes: the 12 x 12 grid of the book's comparison (H = 25) and a 30 x 30
+grid (900 states, H = 50). Float64, jit amortised (median of repeated calls on new
+histories; the first call, with compilation, is in the note). Goals from the issue: 0.2 s and
+1 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["bench_tcbo_replan"]
+
+
+def _replan_fn(n_grid: int, horizon: int, lengthscale: float = 0.15, noise_sd: float = 0.1, beta: float = 2.0):
+    from xfmr import tcbo
+
+    coords, nb = tcbo.grid_states(n_grid, n_grid)
+    Phi = tcbo.features(coords, lengthscale=lengthscale)
+    problem = tcbo.make_problem(Phi, nb, 0, noise_sd=noise_sd, beta=beta)
+
+    @jax.jit
+    def replan(post, s):
+        mean, var = tcbo.predict(post, Phi)
+        mask = tcbo.candidates(mean, jnp.sqrt(var), beta)
+        reward = tcbo.linearised_reward(post.precision, Phi, mask) / noise_sd**2
+        valid = problem.neighbours >= 0
+        edge = jnp.where(valid, reward[jnp.where(valid, problem.neighbours, 0)], 0.0)
+        _, policy = tcbo.backward_induction(jnp.broadcast_to(edge, (horizon,) + edge.shape),
+                                            problem.neighbours, problem.terminal)
+        return policy[0, s]
+
+    def history(seed: int, n: int = 20):
+        rng = np.random.default_rng(seed)
+        post = tcbo.prior(Phi.shape[1])
+        for i in rng.integers(0, len(coords), size=n):
+            post = tcbo.update(post, Phi[i], float(rng.normal()), noise_sd)
+        return post
+
+    return replan, history, Phi.shape
+
+
+def bench_tcbo_replan(repeats: int = 5) -> list[dict]:
+    """Time one TC-BO re-plan on 12 x 12 (H = 25) and 30 x 30 (H = 50) grids."""
+    rows = []
+    with jax.enable_x64(True):
+        for n_grid, horizon, goal in ((12, 25, 0.2), (30, 50, 1.0)):
+            replan, history, shape = _replan_fn(n_grid, horizon)
+            post = history(0)
+            t0 = time.perf_counter()
+            jax.block_until_ready(replan(post, 0))
+            first = time.perf_counter() - t0
+            times = []
+            for i in range(repeats):
+                post = history(i + 1)
+                t0 = time.perf_counter()
+                jax.block_until_ready(replan(post, 0))
+                times.append(time.perf_counter() - t0)
+            rows.append({
+                "benchmark": "TC-BO re-plan (posterior, candidates, hardest pair, DP; float64, jit amortised)",
+                "size": f"{n_grid} x {n_grid} grid ({shape[0]} states, {shape[1]} features), 5 moves, H = {horizon}",
+                "seconds": float(np.median(times)),
+                "goal": f"< {goal} s",
+                "note": f"median of {repeats}; first call with compilation {first:.2f} s",
+            })
+    return rows

@@ -1,0 +1,52 @@
+"""xfmr.khop_strategy: pointer maps against the reference hop, the similarity, the counts."""
+
+import numpy as np
+import pytest
+
+from xfmr import khop
+from xfmr.khop_strategy import (layer_counts, normalised_inner_product, pointer_matrices,
+                                pointer_similarity, pointer_targets)
+
+
+def test_counts():
+    assert [layer_counts(k) for k in (1, 2, 3, 4, 8)] == [(2, 2), (3, 3), (3, 4), (4, 5), (5, 9)]
+    with pytest.raises(ValueError, match="k"):
+        layer_counts(0)
+    with pytest.raises(TypeError, match="k"):
+        layer_counts(1.5)
+
+
+def test_find_powers_give_the_hops():
+    import jax
+    x = np.asarray(khop.sample_khop_sequences(jax.random.PRNGKey(0), 20, 24, 4))
+    t = pointer_targets(x, powers=(1, 2, 3, 4))
+    for j in (1, 2, 3, 4):
+        ref = np.asarray(khop.hop(x, j))
+        got = np.where(t[f"find^{j}"] >= 0, np.take_along_axis(x, np.maximum(t[f"find^{j}"], 0), -1),
+                       khop.BOTTOM)
+        assert (got == ref).all()
+    # previous occurrence: same token, strictly earlier, no equal token in between
+    prev = t["find-1"]
+    for b in range(3):
+        for i in range(x.shape[1]):
+            earlier = [j for j in range(i) if x[b, j] == x[b, i]]
+            assert prev[b, i] == (earlier[-1] if earlier else -1)
+    assert (t["i-1"][:, 0] == -1).all() and (t["i-1"][:, 5] == 4).all()
+
+
+def test_similarity():
+    P = pointer_matrices(np.array([-1, 0, 1, 1]))
+    assert P.sum() == 3 and P[0].sum() == 0 and P[3, 1] == 1
+    assert normalised_inner_product(P, P) == pytest.approx(1.0)
+    Q = pointer_matrices(np.array([-1, 0, 0, 2]))
+    assert normalised_inner_product(P, Q) == pytest.approx(1 / 3)
+    assert normalised_inner_product(P, np.zeros((4, 4))) == 0.0
+    x = np.array([[0, 1, 0, 1, 2, 0]])
+    t = pointer_targets(x, powers=(1,))
+    A = pointer_matrices(t["find^1"])[:, None, None]          # a head that is exactly find
+    names, sim = pointer_similarity(A, x, powers=(1, 2))
+    assert sim.shape == (1, 1, len(names)) and sim[0, 0, names.index("find^1")] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="targets"):
+        pointer_matrices(np.array([0, 5]))
+    with pytest.raises(ValueError, match="attn"):
+        pointer_similarity(A[0], x)

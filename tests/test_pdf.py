@@ -1,0 +1,42 @@
+"""`make pdf`: the checker of the printed book finds a missing chapter, error text and too few pages."""
+
+from pathlib import Path
+
+import pytest
+
+from bookkit.book.browser_check import chromium_path
+from bookkit.book.pdf import _plain, check_pdf, print_pdf
+
+needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="headless Chromium is not installed")
+
+
+def test_titles_are_compared_without_markup():
+    assert _plain("The softmax and the `attention` moments") == _plain("The softmax and the attention\nmoments")
+    assert _plain("Depth: $L$ layers") == "depthllayers"
+
+
+def print_page(tmp_path: Path, body: str) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(f"<html><body>{body}</body></html>")
+    out = tmp_path / "book.pdf"
+    print_pdf(site, site / "index.html", out)
+    return out
+
+
+@needs_chromium
+def test_a_clean_book_passes_and_each_fault_is_named(tmp_path):
+    body = "<h1>A single self-attention layer</h1><p>text</p><div style='page-break-before:always'>" \
+           "<h1>Growth rates of the Hessian blocks</h1></div>"
+    pdf = print_page(tmp_path, body)
+    titles = ["A single self-attention layer", "Growth rates of the Hessian blocks"]
+    assert check_pdf(pdf, titles, min_pages=2) == []
+    problems = check_pdf(pdf, [*titles, "A chapter that is not there"], min_pages=3)
+    assert any("2 pages, expected at least 3" in p for p in problems)
+    assert any("A chapter that is not there" in p for p in problems)
+
+
+@needs_chromium
+def test_mathjax_error_text_fails(tmp_path):
+    pdf = print_page(tmp_path, "<h1>Title</h1><p>Math input error</p>")
+    assert any("Math input error" in p for p in check_pdf(pdf, ["Title"], min_pages=1))
