@@ -24,6 +24,25 @@ def test_no_orphan_pages():
     assert execute.orphan_pages(ROOT, toc.toc_pages(ROOT / "_toc.yml")) == []
 
 
+def test_profiles_name_each_page_and_profile_once():
+    """YAML keeps the last of two equal keys silently: a page or profile written twice (as a
+    merge can leave it) would drop the first entry."""
+    import yaml
+
+    def no_duplicates(loader, node):
+        keys = [loader.construct_object(k) for k, _ in node.value]
+        assert len(keys) == len(set(keys)), f"line {node.start_mark.line + 1}: {sorted(k for k in set(keys) if keys.count(k) > 1)} twice"
+        return yaml.SafeLoader.construct_mapping(loader, node)
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, no_duplicates)
+    yaml.load((ROOT / "book" / "profiles.yml").read_text(), Loader=Strict)
+    with pytest.raises(AssertionError, match="twice"):
+        yaml.load("a:\n  ci: {x: 1}\n  ci: {x: 2}\n", Loader=Strict)
+
+
 def test_every_profile_names_real_parameters():
     import jupytext
     import yaml
