@@ -77,3 +77,11 @@ def test_private_name_detector_detects():
         path = Path(tmp) / "m.py"
         path.write_text("from xfmr.sources import _check\nfrom xfmr import khop as k\nk._find(1)\n")
         assert private_names_used_from_other_modules(path, "m") == {"xfmr.sources._check", "xfmr.khop._find"}
+
+
+def test_every_kernel_module_is_listed_in_the_package_overview():
+    import xfmr
+
+    modules = sorted(p.stem for p in Path(xfmr.__file__).parent.glob("*.py") if p.stem != "__init__")
+    missing = [m for m in modules if f":mod:`xfmr.{m}`" not in xfmr.__doc__]
+    assert not missing, f"lib/xfmr/__init__.py does not list {missing}"

@@ -21,6 +21,13 @@ Part I, experiments
 - :mod:`xfmr.slopes`           log-log slopes with an uncertainty over seeds
 - :mod:`xfmr.gap_factors`      the query-value gap of the Hessian as a product of four factors
 
+Part I, curvature and optimisers
+
+- :mod:`xfmr.lanczos`          Lanczos with full reorthogonalisation, stochastic Lanczos quadrature
+- :mod:`xfmr.blockwise`        per-block Hessian-vector products, block spectra, per-block step sizes
+- :mod:`xfmr.addition_mlp`     the MLP of similar size on the addition task (the contrast model)
+- :mod:`xfmr.ensemble`         K independent models trained in one call
+
 Part II, cross-entropy
 
 - :mod:`xfmr.losses`           cross-entropy, Brier, squared error on values
@@ -34,6 +41,14 @@ Part III, K-hop induction heads
 - :mod:`xfmr.khop`             the task: pointer maps ``find^e``, ``hop_k``, the paper's data
 - :mod:`xfmr.khop_construction` the explicit log-depth transformer that computes ``hop_k``
 - :mod:`xfmr.khop_strategy`    trained attention against the pointer maps of composition and doubling
+
+Part IV, transformers and Bayesian optimisation
+
+- :mod:`xfmr.acquisition`      expected improvement, UCB and Thompson sampling
+- :mod:`xfmr.objectives`       test functions (Forrester, Branin, Hartmann-3) and GP prior samples
+- :mod:`xfmr.bayesopt`         the fixed-shape BayesOpt loop (one ``lax.scan``, vmapped over seeds)
+- :mod:`xfmr.bar`              the bar (Riemann) distribution: borders, density, closed-form EI
+- :mod:`xfmr.pfn`              prior-fitted networks: prior sampling, the masked transformer, training
 
 Part V, transition-constrained Bayesian optimisation
 
