@@ -33,3 +33,12 @@ def test_key_packages_are_pinned():
     for required in ("jupyter-book", "jax", "jaxlib", "numpy", "papermill", "nbval", "jupytext", "sphinx-proof"):
         assert required in names, required
     assert "jupyter-book==1.0.4.post1" in lock_pins()
+
+
+def test_references_bib_parses_and_every_entry_has_a_title_and_year():
+    from pybtex.database import parse_file
+
+    entries = parse_file(ROOT / "references.bib").entries
+    assert entries
+    incomplete = [key for key, e in entries.items() if not {"title", "year"} <= {f.lower() for f in e.fields}]
+    assert not incomplete, incomplete
