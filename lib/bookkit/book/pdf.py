@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -49,7 +51,11 @@ def build_single_html(notebooks: Path, out_root: Path) -> Path:
     page = out_root / "_build" / "singlehtml" / "book" / "index.html"
     if not page.exists():
         raise FileNotFoundError(f"the singlehtml build wrote no {page}")
-    return page
+    # The builder writes the page's asset paths (_static/, _images/) relative to the site root
+    # although the page sits in book/: a copy at the root finds its styles, MathJax and figures.
+    at_root = page.parents[1] / "book.html"
+    shutil.copy2(page, at_root)
+    return at_root
 
 
 def print_pdf(site: Path, page: Path, out: Path) -> None:
@@ -104,7 +110,9 @@ def chapter_titles(notebooks: Path) -> list[str]:
 
 
 def _plain(text: str) -> str:
-    """Text without markup or spacing differences, for comparing titles with PDF text."""
+    """Text without markup, ligatures (NFKC: "ﬁ" -> "fi") or spacing differences, for comparing
+    titles with PDF text."""
+    text = unicodedata.normalize("NFKC", text)
     text = re.sub(r"\{[a-z]+\}`([^`]*)`|`([^`]*)`", lambda m: m.group(1) or m.group(2), text)
     text = re.sub(r"\$([^$]*)\$", r"\1", text)
     return re.sub(r"[^0-9a-z]+", "", text.lower())
