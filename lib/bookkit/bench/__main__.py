@@ -53,11 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: {group}.{function.__name__} ...", flush=True)
         start = time.perf_counter()
         for row in function():
-            rows.append({"group": group, **row})
+            rows.append({"group": group, "date": date.today().isoformat(), **row})
             print(f"  {row}", flush=True)
         print(f"bench: {group}.{function.__name__} took {time.perf_counter() - start:.1f} s", flush=True)
     table = {
-        "date": date.today().isoformat(),
+        "date": date.today().isoformat(),  # of the last run; each row carries its own
         "machine": {"cores": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version()},
         "rows": rows,
     }
