@@ -91,12 +91,14 @@ test: setup
 	$(MAKE) --no-print-directory execute html nbval browser PROFILE=ci
 
 # Part I's experiment pages at the paper's sizes (about 1.5 h), runtimes kept for the
-# execution page in book/_data/paper_part1.json.
+# execution page in book/_data/paper_part1.json, and each page's recorded results (with the
+# date) in book/_data/recorded/paper/<page>.json, shown on the pages beside the live run.
 PAPER_PART1_PAGES = $(shell sed -n 's|.*file: *\(book/experiments/[a-z_]*\).*|\1.md|p' _toc.yml)
 
 record-paper: setup
 	$(PY) -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
-		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json
+		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json \
+		--keep-results book/_data/recorded
 
 # Unit tests and one page in a second environment made with the newest supported Python on
 # the machine (.ci/run calls it; PYTHON=... picks another interpreter).

@@ -27,10 +27,10 @@ def tree(tmp_path, monkeypatch):
 def test_record_writes_one_file_per_page(tree):
     import numpy as np
 
-    path = results.record("growth_rates.slope", np.float64(5.97), spread=np.float32(0.25))
+    assert results.record("growth_rates.slope", np.float64(5.97), spread=np.float32(0.25)) is None
     results.record("growth_rates.blocks", np.array([1, 2]))
     results.record("depth.worst", 0.1)
-    assert path == tree / "results" / "growth_rates.json"
+    path = tree / "results" / "growth_rates.json"
     assert json.loads(path.read_text()) == {"blocks": {"value": [1, 2]}, "slope": {"value": 5.97, "spread": 0.25}}
     assert results.load_results(tree / "results") == {
         "depth.worst": {"value": 0.1}, "growth_rates.blocks": {"value": [1, 2]},
@@ -49,7 +49,8 @@ def test_record_outside_an_executed_tree_is_silent(tmp_path, monkeypatch):
 
 def test_environment_variable_overrides(tmp_path, monkeypatch):
     monkeypatch.setenv(results.ENV_VAR, str(tmp_path / "elsewhere"))
-    assert results.record("page.key", 2) == tmp_path / "elsewhere" / "page.json"
+    results.record("page.key", 2)
+    assert json.loads((tmp_path / "elsewhere" / "page.json").read_text()) == {"key": {"value": 2}}
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path):
@@ -111,6 +112,11 @@ def test_verdict_follows_the_value():
     refuted = dict(claim, verdict="not reproduced")  # the rule states the source's claim
     assert results.verdict(refuted, {"value": 3.0}) == "not reproduced"
     assert results.verdict(refuted, {"value": 2.0}) == "reproduced"
+    own = dict(claim, rule={"op": "below", "bound": "recorded"})
+    assert results.verdict(own, {"value": 0.1, "bound": 0.2}) == "reproduced"
+    assert results.verdict(own, {"value": 0.3, "bound": 0.2}) == "not reproduced"
+    with pytest.raises(KeyError, match="bound"):
+        results.verdict(own, {"value": 0.1})
     with pytest.raises(KeyError, match="no recorded value"):
         results.verdict(claim, None)
     assert results.verdict({"id": "p.k", "verdict": "not attempted"}, None) == "not attempted"

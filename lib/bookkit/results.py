@@ -36,6 +36,7 @@ ENV_VAR = "XFMR_RESULTS_DIR"
 RECORDED_DIR = Path("book") / "_data" / "recorded"
 VERDICTS = ("reproduced", "corrected", "not reproduced", "not attempted")
 OPS = ("within", "below", "above", "equals")
+RECORDED = "recorded"  # a rule field with this value is read from the recorded entry (the page's own tolerance)
 _CLAIM = re.compile(r"^([a-z0-9_]+)\.([A-Za-z0-9_]+)$")
 
 
@@ -102,10 +103,11 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def record(claim: str, value: Any, directory: Path | None = None, **extra: Any) -> Path | None:
-    """Record ``value`` (and ``extra`` fields such as ``spread=``) under ``claim``.
+def record(claim: str, value: Any, directory: Path | None = None, **extra: Any) -> None:
+    """Record ``value`` (and ``extra`` fields such as ``spread=`` or the page's own ``tol=``)
+    under ``claim``; nothing happens when the page runs outside an executed tree.
 
-    Returns the JSON file written, or None when the page runs outside an executed tree.
+    Returns None, so that a cell ending in ``record(...)`` prints nothing.
     """
     page, key = split_claim(claim)
     entry = {"value": to_json(value), **{k: to_json(v) for k, v in extra.items()}}
@@ -116,7 +118,6 @@ def record(claim: str, value: Any, directory: Path | None = None, **extra: Any) 
     data = json.loads(path.read_text()) if path.exists() else {}
     data[key] = entry
     write_json_atomic(path, data)
-    return path
 
 
 def load_results(directory: Path) -> dict[str, dict]:
@@ -135,7 +136,7 @@ def check_rule(rule: dict) -> None:
     need = {"within": {"target", "tol"}, "below": {"bound"}, "above": {"bound"}, "equals": {"target"}}[rule["op"]]
     if set(rule) != need | {"op"}:
         raise ValueError(f"rule {rule!r}: op {rule['op']!r} takes exactly the fields {sorted(need)}")
-    if rule["op"] == "within" and not rule["tol"] >= 0:
+    if rule["op"] == "within" and rule["tol"] != RECORDED and not rule["tol"] >= 0:
         raise ValueError(f"rule {rule!r}: tol must be >= 0")
 
 
@@ -160,6 +161,17 @@ def holds(rule: dict, value: Any) -> bool:
     return value > rule["bound"]
 
 
+def resolve(rule: dict, entry: dict) -> dict:
+    """``rule`` with every field set to ``"recorded"`` replaced by the entry's field of that name."""
+    out = dict(rule)
+    for field, value in rule.items():
+        if value == RECORDED:
+            if field not in entry:
+                raise KeyError(f"rule {rule!r} reads {field!r} from the recorded entry, which has none")
+            out[field] = entry[field]
+    return out
+
+
 def verdict(claim: dict, entry: dict | None) -> str:
     """The verdict a claim of the claims table earns from its recorded entry.
 
@@ -177,9 +189,10 @@ def verdict(claim: dict, entry: dict | None) -> str:
         return stated
     if entry is None:
         raise KeyError(f"claim {claim.get('id')!r} has no recorded value")
+    ok = holds(resolve(claim["rule"], entry), entry["value"])
     if stated == "not reproduced":  # the rule states what the source claims
-        return "reproduced" if holds(claim["rule"], entry["value"]) else "not reproduced"
-    return stated if holds(claim["rule"], entry["value"]) else "not reproduced"
+        return "reproduced" if ok else "not reproduced"
+    return stated if ok else "not reproduced"
 
 
 def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date: str) -> list[Path]:
