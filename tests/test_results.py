@@ -192,3 +192,24 @@ def test_claims_table_is_well_formed():
             results.check_rule(c["rule"])
         parts.add(pages[page].split("/")[1])
     assert {"hessian", "experiments", "cross_entropy", "khop", "bayesopt", "tcbo", "causal"} <= parts
+
+
+def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
+    """`make record-khop`: one page, parameters set on top of a profile, kept under its own label."""
+    monkeypatch.delenv(results.ENV_VAR, raising=False)
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT / 'lib'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/part/page\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "profiles.yml").write_text("part/page:\n  ci: {n: 3}\n")
+    _page(tmp_path / "book" / "part" / "page.md", "from bookkit.results import record\nrecord('page.n', n * 1.5)")
+    assert execute.parse_overrides(["n=[5, 6]"]) == {"n": [5, 6]}
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        execute.parse_overrides(["n"])
+    assert execute.run(tmp_path, tmp_path / "out", "ci", None, overrides={"n": 5}) == 2  # --set needs --page
+    assert execute.run(tmp_path, tmp_path / "out", "ci", ["book/part/page.md"], keep_results=tmp_path / "rec",
+                       overrides={"n": 5}, label="big") == 0
+    kept = json.loads((tmp_path / "rec" / "big" / "page.json").read_text())
+    assert kept["results"] == {"n": {"value": 7.5}} and kept["overrides"] == {"n": 5} and kept["profile"] == "ci"
+    assert results.recorded("page", "big", tmp_path / "rec")["results"]["n"]["value"] == 7.5
+    with pytest.raises(ValueError, match="label"):
+        results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "ci", ["book/part/page"], "d", label="Big!")

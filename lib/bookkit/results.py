@@ -195,9 +195,14 @@ def verdict(claim: dict, entry: dict | None) -> str:
     return stated if ok else "not reproduced"
 
 
-def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date: str) -> list[Path]:
+def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date: str,
+                 label: str | None = None, overrides: dict | None = None) -> list[Path]:
     """Copy the results of ``pages`` (paths like ``book/experiments/depth``) from an executed
-    tree's ``results`` folder to ``dest/<profile>/<page>.json`` with the profile and the date."""
+    tree's ``results`` folder to ``dest/<label>/<page>.json`` (``label`` defaults to the profile)
+    with the profile, the parameters set on top of it, and the date."""
+    label = label or profile
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", label):
+        raise ValueError(f"label must be lower-case letters, digits, '-' or '_', got {label!r}")
     written = []
     for page in pages:
         stem = Path(page).name
@@ -205,7 +210,9 @@ def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date
         if not source.exists():
             continue
         data = {"profile": profile, "date": date, "page": page, "results": json.loads(source.read_text())}
-        target = Path(dest) / profile / f"{stem}.json"
+        if overrides:
+            data["overrides"] = to_json(overrides)
+        target = Path(dest) / label / f"{stem}.json"
         write_json_atomic(target, data)
         written.append(target)
     return written

@@ -37,6 +37,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 import papermill
+import yaml
 
 from bookkit import results
 from bookkit.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
@@ -74,11 +75,14 @@ def parameters_cell(nb) -> nbformat.NotebookNode | None:
     return cells[0] if cells else None
 
 
-def execute_page(root: Path, page: str, out: Path, profile: str) -> float:
-    """Execute one notebook page into ``out``; return its runtime in seconds."""
+def execute_page(root: Path, page: str, out: Path, profile: str, overrides: dict | None = None) -> float:
+    """Execute one notebook page into ``out``; return its runtime in seconds.
+
+    ``overrides`` (``--set name=value``) are applied on top of the profile's parameters.
+    """
     source = page_source(root, page)
     nb = jupytext.read(source)
-    params = profile_overrides(root / "book" / "profiles.yml", page, profile)
+    params = {**profile_overrides(root / "book" / "profiles.yml", page, profile), **(overrides or {})}
     cell = parameters_cell(nb)
     if any(c.cell_type == "code" for c in nb.cells) and cell is None:
         raise ValueError(f"{source}: an executable page needs a code cell tagged 'parameters'")
@@ -140,7 +144,8 @@ def write_runtimes(path: Path, profile: str, pages: list[dict], **extra) -> None
     path.write_text(json.dumps({"profile": profile, **extra, "pages": pages}, indent=1) + "\n")
 
 
-def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: int) -> list[dict]:
+def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: int,
+                  overrides: dict | None = None) -> list[dict]:
     """Execute ``pages`` with up to ``jobs`` kernels at once (one kernel per page).
 
     Returns one ``{page, seconds, status}`` row per page, in the order of ``pages``; a page that
@@ -149,7 +154,7 @@ def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: i
     def one(page: str) -> dict:
         print(f"execute [{profile}] {page} ...", flush=True)
         try:
-            seconds = execute_page(root, page, out, profile)
+            seconds = execute_page(root, page, out, profile, overrides)
         except Exception as error:  # report every failing page, then fail
             print(f"execute: FAILED {page}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             return {"page": page, "seconds": None, "status": "failed"}
@@ -161,7 +166,17 @@ def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: i
 
 
 def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
-        record: Path | None = None, jobs: int = 2, keep_results: Path | None = None) -> int:
+        record: Path | None = None, jobs: int = 2, keep_results: Path | None = None,
+        overrides: dict | None = None, label: str | None = None) -> int:
+    """Execute the pages (all of ``_toc.yml``, or ``only``); 0 on success, 1 if a page failed.
+
+    ``overrides`` set page parameters on top of the profile (only with ``only``: they would
+    not fit every page); ``label`` names the recording under ``keep_results`` (default: the
+    profile), so that a run with overrides does not pass for the profile's own.
+    """
+    if overrides and not only:
+        print("execute: --set needs --page (parameters are per page)", file=sys.stderr)
+        return 2
     pages = toc_pages(root / "_toc.yml")
     if only:
         wanted = [str(Path(p).with_suffix("")) for p in only]
@@ -189,13 +204,13 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
             shutil.copy2(source, dest)
     notebooks = [p for p in pages if p not in LAST_PAGES and is_notebook(page_source(root, p))]
     total_start = time.perf_counter()
-    stats = execute_pages(root, notebooks, out, profile, jobs)
+    stats = execute_pages(root, notebooks, out, profile, jobs, overrides)
     for last in LAST_PAGES:  # they read what the pages before them wrote
         if last not in pages:
             continue
         if last == STATS_PAGE:
             write_runtimes(out / STATS_FILE, profile, stats)
-        stats += execute_pages(root, [last], out, profile, 1)
+        stats += execute_pages(root, [last], out, profile, 1, overrides)
     failures = [s["page"] for s in stats if s["status"] != "ok"]
     total = time.perf_counter() - total_start
     if not only and STATS_PAGE not in pages:
@@ -210,8 +225,9 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
                        cpu_count=os.cpu_count(), total_seconds=round(total, 1))
         print(f"execute: runtimes recorded in {record}", flush=True)
     if keep_results is not None:
-        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, pages, time.strftime("%Y-%m-%d"))
-        print(f"execute: results of {len(kept)} page(s) kept in {keep_results / profile}", flush=True)
+        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, pages, time.strftime("%Y-%m-%d"),
+                                    label=label, overrides=overrides)
+        print(f"execute: results of {len(kept)} page(s) kept in {keep_results / (label or profile)}", flush=True)
     return 0
 
 
@@ -223,13 +239,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="write the runtimes of a successful run here")
     parser.add_argument("--keep-results", type=Path,
                         help="keep the pages' recorded results of a successful run in DIR/<profile>/")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a page parameter on top of the profile (YAML value; repeatable; needs --page)")
+    parser.add_argument("--label", help="name of the recording under --keep-results (default: the profile)")
     parser.add_argument("--jobs", type=int, default=2, help="pages executed at once, one kernel each (default 2)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     record = None if args.record is None else args.record.resolve()
     keep = None if args.keep_results is None else args.keep_results.resolve()
-    return run(root, args.out.resolve(), args.profile, args.page, record, args.jobs, keep)
+    overrides = parse_overrides(args.set)
+    return run(root, args.out.resolve(), args.profile, args.page, record, args.jobs, keep, overrides, args.label)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``["k_max=8", "depths=[2, 3]"]`` -> ``{"k_max": 8, "depths": [2, 3]}`` (values parsed as YAML)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise SystemExit(f"execute: --set expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = yaml.safe_load(value)
+    return out
 
 
 if __name__ == "__main__":
