@@ -136,7 +136,7 @@ def test_recorded_runs(tmp_path):
     assert run == {"profile": "ci", "date": "2026-12-02", "page": "book/experiments/depth",
                    "results": {"worst": {"value": 0.12, "spread": 0.03}}}
     text = results.describe_recorded("depth", {"worst": "worst slope"}, {"worst": 0.1}, "ci", tmp_path / "rec")
-    assert text == "ci profile, run on 2026-12-02:\n  worst slope  +0.12 (seed sd 0.03)   (this run: +0.10)"
+    assert text == "ci profile, run on 2026-12-02:\n  worst slope  +0.12 (seed sd 0.030)   (this run: +0.10)"
     assert results.recorded("depth", "paper", tmp_path / "rec") is None
     assert "No paper-profile run" in results.describe_recorded("depth", {"worst": "w"}, data_dir=tmp_path / "rec")
 

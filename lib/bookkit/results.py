@@ -250,5 +250,5 @@ def _format(entry: dict, fmt: str) -> str:
     value = entry["value"]
     text = ", ".join(fmt.format(v) for v in value) if isinstance(value, list) else fmt.format(value)
     if "spread" in entry:
-        text += f" (seed sd {entry['spread']:.2f})"
+        text += f" (seed sd {entry['spread']:.3f})"
     return text
