@@ -170,7 +170,8 @@ def test_executor_records_then_runs_the_claims_page_last(tmp_path, monkeypatch):
           "{'page.n': {'value': 4.5}}, load_results('../../results')")
     out = tmp_path / "out"
     assert execute.run(tmp_path, out, "ci", None, keep_results=tmp_path / "rec") == 0
-    assert (out / results.MARKER).is_file()
+    assert (out / results.MARKER).read_text() == "ci"
+    assert results.current_profile(out / "book" / "part") == "ci" and results.current_profile(tmp_path) is None
     kept = json.loads((tmp_path / "rec" / "ci" / "page.json").read_text())
     assert kept["results"] == {"n": {"value": 4.5}} and kept["page"] == "book/part/page"
 

@@ -40,6 +40,15 @@ RECORDED = "recorded"  # a rule field with this value is read from the recorded 
 _CLAIM = re.compile(r"^([a-z0-9_]+)\.([A-Za-z0-9_]+)$")
 
 
+def current_profile(start: Path | None = None) -> str | None:
+    """The profile of the executed tree this kernel runs in (the marker file holds it), or None."""
+    start = Path.cwd() if start is None else Path(start)
+    for folder in (start, *start.parents):
+        if (folder / MARKER).is_file():
+            return (folder / MARKER).read_text().strip() or None
+    return None
+
+
 def split_claim(claim: str) -> tuple[str, str]:
     """``"<page>.<key>"`` -> ``(page, key)``; ValueError for any other form."""
     if not isinstance(claim, str):

@@ -90,7 +90,7 @@ def execute_page(root: Path, page: str, out: Path, profile: str, overrides: dict
     if unknown:
         raise ValueError(f"{source}: profile {profile!r} sets {sorted(unknown)}, not in the parameters cell")
     nb.metadata["xfmr"] = {"profile": profile, "source": str(source.relative_to(root))}
-    (out / results.MARKER).touch()
+    (out / results.MARKER).write_text(profile)
     (out / results.RESULTS_DIR / f"{Path(page).name}.json").unlink(missing_ok=True)  # no stale results
     target = out / f"{page}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +193,7 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
         if out.exists():
             shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / results.MARKER).touch()
+    (out / results.MARKER).write_text(profile)
     copy_assets(root, out)
 
     for page in pages:  # pages without code are copied as they are
