@@ -191,6 +191,8 @@ def test_claims_table_is_well_formed():
             assert "rule" not in c, c["id"]
         else:
             results.check_rule(c["rule"])
+            source = (ROOT / f"{pages[page]}.md").read_text()  # the page records it (literally or by an f-string)
+            assert f'record("{c["id"]}"' in source or f'record(f"{page}.' in source, c["id"]
         parts.add(pages[page].split("/")[1])
     assert {"hessian", "experiments", "cross_entropy", "khop", "bayesopt", "tcbo", "causal"} <= parts
 
