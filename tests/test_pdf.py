@@ -49,9 +49,10 @@ PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADU
 @needs_chromium
 def test_figures_are_numbered_and_counted(tmp_path):
     figure = f"<div class='cell_output'><img src='{PNG}' width='40' height='40'/></div>"
-    pdf = print_page(tmp_path, f"<h1>Title</h1>{figure}<p>text</p>{figure}")
+    solution = f"<details><summary>Solution</summary>{figure}</details>"  # closed dropdown
+    pdf = print_page(tmp_path, f"<h1>Title</h1>{figure}<p>text</p>{solution}")
     assert print_pdf.found["figures"] == 2
-    assert check_pdf(pdf, ["Title"], min_pages=1, figures=2) == []
+    assert check_pdf(pdf, ["Title"], min_pages=1, figures=2) == []  # the dropdown was printed open
     assert any("1 of 3 figure numbers" in p for p in check_pdf(pdf, ["Title"], min_pages=1, figures=3))
 
 

@@ -43,6 +43,12 @@ PRINT_CSS = """
 .bd-main .bd-content .bd-article-container { max-width: 100% !important; }
 .pdf-figure-number { text-align: center; font-size: 0.9em; font-style: italic; margin: 0.2em 0 1em; }
 """
+# Open every dropdown (solutions of exercises, toggled cells): a printed book shows them.
+EXPAND_JS = """() => {
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+    document.querySelectorAll('.toggle-details__summary, button.toggle-button').forEach(e => e.remove());
+}"""
 # Caption each figure of a code cell's output "Figure N", in reading order; returns N.
 NUMBER_FIGURES_JS = """() => {
     const images = Array.from(document.querySelectorAll('div.cell_output img'));
@@ -110,6 +116,7 @@ def print_pdf(site: Path, page: Path, out: Path) -> dict:
                     if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
                 }
             }""")
+            tab.evaluate(EXPAND_JS)
             found = {"figures": tab.evaluate(NUMBER_FIGURES_JS), "raw_tex": tab.evaluate(RAW_TEX_JS)}
             out.parent.mkdir(parents=True, exist_ok=True)
             tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
