@@ -152,3 +152,36 @@ def test_train_seeds_is_independent_runs():
         train_seeds(loss_fn, init, sample_batch, opt, 4, key, n_seeds=0)
     with pytest.raises(TypeError, match="init_params"):
         train_seeds(loss_fn, None, sample_batch, opt, 4, key, n_seeds=2)
+
+
+def test_checkpoints_are_the_states_of_shorter_runs():
+    """Snapshot at step t = (params, opt_state) of a t-step run; chunk-independent; the
+    final opt_state is returned."""
+    loss_fn, sample_batch, _ = _quadratic_problem()
+    opt = optax.adam(0.05)
+    key = jax.random.key(5)
+    res = train(loss_fn, {"w": jnp.zeros(3)}, sample_batch, opt, 9, key, chunk=4,
+                checkpoints=[9, 0, 3, 3])
+    assert [s.step for s in res.snapshots] == [0, 3, 9]
+    np.testing.assert_array_equal(res.snapshots[0].params["w"], jnp.zeros(3))
+    assert int(res.snapshots[0].opt_state[0].count) == 0
+    short = train(loss_fn, {"w": jnp.zeros(3)}, sample_batch, opt, 3, key, chunk=100)
+    np.testing.assert_allclose(res.snapshots[1].params["w"], short.params["w"], rtol=1e-12)
+    np.testing.assert_allclose(res.snapshots[1].opt_state[0].nu["w"], short.opt_state[0].nu["w"],
+                               rtol=1e-12)
+    np.testing.assert_allclose(res.snapshots[2].params["w"], res.params["w"], rtol=0)
+    assert int(res.opt_state[0].count) == 9
+    plain = train(loss_fn, {"w": jnp.zeros(3)}, sample_batch, opt, 9, key, chunk=2)
+    np.testing.assert_allclose(plain.losses, res.losses, rtol=1e-12)
+    assert plain.snapshots == ()
+
+
+def test_checkpoint_errors():
+    loss_fn, sample_batch, _ = _quadratic_problem()
+    args = (loss_fn, jnp.zeros(3), sample_batch, optax.sgd(0.1), 4, jax.random.key(0))
+    with pytest.raises(ValueError, match="checkpoints"):
+        train(*args, checkpoints=[5])
+    with pytest.raises(TypeError, match="checkpoints"):
+        train(*args, checkpoints=[1.5])
+    with pytest.raises(TypeError, match="checkpoints"):
+        train(*args, checkpoints=3)

@@ -27,6 +27,7 @@ Part I, curvature and optimisers
 - :mod:`xfmr.blockwise`        per-block Hessian-vector products, block spectra, per-block step sizes
 - :mod:`xfmr.addition_mlp`     the MLP of similar size on the addition task (the contrast model)
 - :mod:`xfmr.ensemble`         K independent models trained in one call
+- :mod:`xfmr.block_steps`      Adam's effective step per block, block Frobenius norms from SLQ, spreads
 
 Part II, cross-entropy
 

@@ -24,7 +24,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from xfmr.validate import check_int
 
-__all__ = ["TrainResult", "train", "train_seeds", "progress_disabled"]
+__all__ = ["TrainResult", "Snapshot", "train", "train_seeds", "progress_disabled"]
 
 
 class TrainResult(NamedTuple):
@@ -45,10 +45,28 @@ class TrainResult(NamedTuple):
         params: final parameters (same pytree structure and dtypes as the initial ones).
         losses: ``(n_steps,)`` numpy array, the training loss $\\ell_t$ of step $t$, evaluated
             at the parameters *before* that step's update (dtype of the loss).
+        opt_state: the optimiser state after the last step.
+        snapshots: one :class:`Snapshot` per requested checkpoint step, in increasing order.
     """
 
     params: Any
     losses: np.ndarray
+    opt_state: Any = None
+    snapshots: tuple = ()
+
+
+class Snapshot(NamedTuple):
+    """The state of a run after ``step`` steps (``step = 0``: the initial state).
+
+    Attributes:
+        step: number of steps taken, $t$.
+        params: $\\theta_t$, the parameters before step $t$'s update.
+        opt_state: the optimiser state $s_t$ at that point (e.g. Adam's moments).
+    """
+
+    step: int
+    params: Any
+    opt_state: Any
 
 
 def progress_disabled() -> bool:
@@ -76,6 +94,7 @@ def train(
     *,
     desc: str = "train",
     chunk: int = 100,
+    checkpoints: Sequence[int] = (),
 ) -> TrainResult:
     """Minimise ``loss_fn`` with ``optimizer`` for ``n_steps`` steps, one fresh batch per step.
 
@@ -90,15 +109,19 @@ def train(
         key: a PRNG key (``jax.random.key(seed)`` or ``jax.random.PRNGKey(seed)``).
         desc: label of the progress bar.
         chunk: steps per jitted ``lax.scan`` call (the progress bar advances per chunk).
+        checkpoints: steps $t \\in [0, T]$ after which ``(params, opt_state)`` is kept
+            (a :class:`Snapshot`); chunks also end there, so each distinct chunk length
+            compiles once (checkpoints at multiples of ``chunk`` add no compilation).
 
     Returns:
-        :class:`TrainResult` with the final ``params`` and the ``(n_steps,)`` ``losses``.
+        :class:`TrainResult` with the final ``params``, the ``(n_steps,)`` ``losses``, the
+        final ``opt_state`` and the ``snapshots``.
 
     Raises:
         TypeError: ``loss_fn``/``sample_batch`` not callable, ``optimizer`` not an optax
-            transformation, ``n_steps``/``chunk`` not integers.
-        ValueError: ``n_steps < 1``, ``chunk < 1``, ``key`` not a PRNG key, or ``loss_fn`` not
-            returning a scalar.
+            transformation, ``n_steps``/``chunk``/a checkpoint not integers.
+        ValueError: ``n_steps < 1``, ``chunk < 1``, a checkpoint outside ``[0, n_steps]``,
+            ``key`` not a PRNG key, or ``loss_fn`` not returning a scalar.
     """
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable loss_fn(params, batch), got {type(loss_fn).__name__}")
@@ -113,6 +136,10 @@ def train(
         )
     n_steps = check_int(n_steps, "n_steps", minimum=1)
     chunk = check_int(chunk, "chunk", minimum=1)
+    if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
+        raise TypeError(f"checkpoints must be a sequence of steps, got {type(checkpoints).__name__}")
+    checkpoints = sorted({check_int(c, "checkpoints", minimum=0, maximum=n_steps)
+                          for c in checkpoints})
     if not _is_key(key):
         raise ValueError(
             "key must be a PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
@@ -142,14 +169,20 @@ def train(
         return jax.lax.scan(step, carry, ts)
 
     carry = (params, optimizer.init(params))
-    losses = []
+    bounds = sorted(set(range(0, n_steps, chunk)) | set(checkpoints) | {n_steps})
+    losses, snapshots = [], []
     with tqdm(total=n_steps, desc=desc, disable=progress_disabled()) as bar:
-        for start in range(0, n_steps, chunk):
-            ts = jnp.arange(start, min(start + chunk, n_steps), dtype=jnp.uint32)
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            if start in checkpoints:
+                snapshots.append(Snapshot(start, *carry))
+            ts = jnp.arange(start, stop, dtype=jnp.uint32)
             carry, chunk_losses = run(carry, ts)
             losses.append(np.asarray(chunk_losses))
             bar.update(len(ts))
-    return TrainResult(params=carry[0], losses=np.concatenate(losses))
+    if n_steps in checkpoints:
+        snapshots.append(Snapshot(n_steps, *carry))
+    return TrainResult(params=carry[0], losses=np.concatenate(losses), opt_state=carry[1],
+                       snapshots=tuple(snapshots))
 
 
 def train_seeds(
