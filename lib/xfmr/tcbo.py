@@ -503,7 +503,7 @@ def _choose_int(method, lookahead, *args):
     return jnp.asarray(_choose(method, *args, lookahead=lookahead), jnp.int32)
 
 
-def _run_one(method_index, problem, key, f_given, start, horizon, episodes, lookahead, sample_f):
+def _run_one(method_index, problem, key, f_given, start, horizon, episodes, lookahead, sample_f, branch_names):
     Phi, nb = problem.Phi, problem.neighbours
     kf, key = jax.random.split(key)
     f = Phi @ jax.random.normal(kf, (Phi.shape[1],), Phi.dtype) if sample_f else f_given
@@ -520,7 +520,7 @@ def _run_one(method_index, problem, key, f_given, start, horizon, episodes, look
         key, ka, ke = jax.random.split(key, 3)
         h = t % horizon
         s = jnp.where(h == 0, start, s)
-        branches = [functools.partial(_choose_int, m, lookahead) for m in METHODS]
+        branches = [functools.partial(_choose_int, m, lookahead) for m in branch_names]
         a = jax.lax.switch(method_index, branches, ka, problem, feasible_values, post, h, s)
         s_next = nb[s, a]
         sigma = problem.noise_sd[s, a]
@@ -535,7 +535,7 @@ def _run_one(method_index, problem, key, f_given, start, horizon, episodes, look
 
 
 def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int, f=None, starts=None,
-        lookahead: int | None = None) -> dict:
+        lookahead: int | None = None, compiled_with=METHODS) -> dict:
     """Run one method, vmapped over seeds.
 
     For each key: take the ground truth f (by default a GP sample f = Phi theta, theta ~ N(0, I),
@@ -549,12 +549,19 @@ def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int, f=N
         starts: optional (n,) start state of each seed (default ``problem.start`` for all).
         lookahead: the planners plan at most this many moves ahead (re-planning after every
             move, a receding horizon); default: the rest of the episode.
+        compiled_with: the methods that share one compiled program (per problem shape); a page
+            that runs only some methods on a problem passes those to compile less.
 
     Returns a dict of arrays with a leading seed axis: ``f`` (n, S), ``states`` (n, E*H) the
     path, ``regret`` (n, E*H) the simple regret f* - f(recommendation) after each measurement,
     ``found`` (n, E*H) whether the recommendation is the true maximiser.
     """
     check_choice(method, "method", METHODS)
+    compiled_with = tuple(compiled_with)
+    for m in compiled_with:
+        check_choice(m, "compiled_with", METHODS)
+    if method not in compiled_with:
+        raise ValueError(f"compiled_with must contain the method {method!r}, got {compiled_with}")
     horizon = check_int(horizon, "horizon", minimum=1)
     episodes = check_int(episodes, "episodes", minimum=1)
     if lookahead is not None:
@@ -579,10 +586,10 @@ def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int, f=N
     if not bool(jnp.all(jnp.isfinite(feasible[starts]))):
         raise ValueError(f"no feasible path of {horizon} moves from the start meets the end constraint")
     starts = jnp.asarray(starts, jnp.int32)
-    return _run_batch(jnp.asarray(METHODS.index(method)), problem, keys, f_given, starts, horizon, episodes,
-                      lookahead, f is None)
+    return _run_batch(jnp.asarray(compiled_with.index(method)), problem, keys, f_given, starts, horizon, episodes,
+                      lookahead, f is None, compiled_with)
 
 
-# one compiled program per problem shape serves every method (the method is a traced index)
-_run_batch = jax.jit(jax.vmap(_run_one, in_axes=(None, None, 0, 0, 0, None, None, None, None)),
-                     static_argnums=(5, 6, 7, 8))
+# one compiled program per problem shape serves every method of `compiled_with` (a traced index)
+_run_batch = jax.jit(jax.vmap(_run_one, in_axes=(None, None, 0, 0, 0, None, None, None, None, None)),
+                     static_argnums=(5, 6, 7, 8, 9))
