@@ -31,6 +31,11 @@ export MKL_NUM_THREADS := 2
 export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# JAX's persistent compilation cache: nbval re-executes the pages that `execute` has just run,
+# and the unit tests, pages and profiles share many functions; a compiled function is loaded
+# instead of compiled again (keyed by its program and the compiler version: same results).
+export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
 
 .PHONY: help setup execute html book test unit nbval browser bench record-paper record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
 

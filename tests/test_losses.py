@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from strategies import distributions, logits
@@ -60,9 +60,11 @@ def test_both_scores_strictly_proper(k, data):
     p = jnp.asarray(data.draw(distributions(k)))
     others = [data.draw(distributions(k)) for _ in range(20)]
     others = [q for q in others if np.max(np.abs(q - np.asarray(p))) > 1e-6]  # q = p ties
-    qs = jnp.concatenate([p[None], jnp.asarray(np.array(others).reshape(-1, k))])  # qs[0] = p
-    labels = jnp.broadcast_to(jnp.arange(k), (21, k))
-    q_rows = jnp.broadcast_to(qs[:, None, :], (21, k, k))  # prediction q for every label y
+    assume(others)
+    qs = jnp.concatenate([p[None], jnp.asarray(np.array(others))])  # (n, k), qs[0] = p
+    n = qs.shape[0]
+    labels = jnp.broadcast_to(jnp.arange(k), (n, k))
+    q_rows = jnp.broadcast_to(qs[:, None, :], (n, k, k))  # prediction q for every label y
     expected_ce = jnp.sum(p * softmax_cross_entropy(jnp.log(q_rows), labels), -1)
     expected_brier = jnp.sum(p * brier(q_rows, labels), -1)
     assert np.all(expected_ce[1:] > expected_ce[0])
