@@ -209,3 +209,28 @@ def test_runner_every_method_follows_the_moves_and_returns():
         _, nb_move = tcbo.grid_states(2, 2, moves=tcbo.MOVES_4[1:])
         prob2 = tcbo.make_problem(tcbo.features(tcbo.grid_states(2, 2)[0], lengthscale=0.5), nb_move, 0, end=0)
         tcbo.run("tcbo", prob2, keys, horizon=3, episodes=1)
+
+
+def test_runner_fixed_truth_starts_and_lookahead():
+    coords, nb = tcbo.grid_states(3, 4)
+    Phi = tcbo.features(coords, lengthscale=0.5)
+    prob = tcbo.make_problem(Phi, nb, 0, end=0)  # every episode must return to state 0
+    keys = jax.random.split(jax.random.PRNGKey(2), 3)
+    f = np.arange(12.0) / 12
+    starts = np.array([5, 0, 11])
+    kw = dict(horizon=6, episodes=2, f=f, starts=starts)
+    # planning one move ahead (ending where the episode can still be completed) = greedy
+    ucb1 = tcbo.run("ucb_path", prob, keys, lookahead=1, compiled_with=("ucb_path",), **kw)
+    greedy = tcbo.run("greedy_ucb_stay", prob, keys, compiled_with=("greedy_ucb_stay",), **kw)
+    np.testing.assert_array_equal(ucb1["states"], greedy["states"])
+    np.testing.assert_allclose(ucb1["f"], np.broadcast_to(f, (3, 12)))
+    s = np.asarray(ucb1["states"])
+    assert np.all(s[:, 5::6] == 0) and len(np.unique(s)) > 2
+    for i, start in enumerate(starts):
+        _paths_follow(s[i:i + 1, :6], np.asarray(nb), start, 6)
+    with pytest.raises(ValueError, match="compiled_with"):
+        tcbo.run("tcbo", prob, keys, horizon=6, episodes=1, compiled_with=("random",))
+    with pytest.raises(ValueError, match="starts"):
+        tcbo.run("tcbo", prob, keys, horizon=6, episodes=1, starts=np.array([0, 1, 12]))
+    with pytest.raises(ValueError, match="lookahead"):
+        tcbo.run("tcbo", prob, keys, horizon=6, episodes=1, lookahead=0)

@@ -444,16 +444,24 @@ def make_problem(Phi, neighbours, start, *, noise_sd=0.1, plan_noise_sd=None, en
     return Problem(Phi, jnp.asarray(nb), noise, plan, jnp.asarray(start), terminal, jnp.asarray(beta, Phi.dtype))
 
 
-def _plan_action(problem, feasible_values, state_reward, h, s, edge_scale=None):
-    """First move of the best path for a static reward on states (scaled per move)."""
+def _plan_action(problem, feasible_values, state_reward, h, s, edge_scale=None, lookahead=None):
+    """First move of the best path for a static reward on states (scaled per move).
+
+    The path covers the rest of the episode, or at most ``lookahead`` moves (then it must end
+    in a state from which the episode can still be completed).
+    """
     nb = problem.neighbours
     valid = nb >= 0
     safe = jnp.where(valid, nb, 0)
     edge = state_reward[safe] if edge_scale is None else state_reward[safe] * edge_scale
     edge = jnp.where(valid, edge, 0.0)
     horizon = feasible_values.shape[0] - 1
-    _, policy = backward_induction(jnp.broadcast_to(edge, (horizon,) + edge.shape), nb, problem.terminal)
-    return policy[h, s]
+    steps = horizon if lookahead is None else min(lookahead, horizon)
+    # plan min(steps, remaining) moves: the DP over `steps` moves read from row steps - planned
+    first = jnp.maximum(steps - (horizon - h), 0)
+    terminal = jnp.where(jnp.isfinite(feasible_values[jnp.minimum(h + steps, horizon)]), 0.0, -jnp.inf)
+    _, policy = backward_induction(jnp.broadcast_to(edge, (steps,) + edge.shape), nb, terminal.astype(edge.dtype))
+    return policy[first, s]
 
 
 def _greedy_action(problem, feasible_values, score, h, s, allow_stay):
@@ -464,7 +472,7 @@ def _greedy_action(problem, feasible_values, score, h, s, allow_stay):
     return jnp.argmax(jnp.where(ok, score[jnp.where(nb[s] >= 0, nb[s], 0)], -jnp.inf))
 
 
-def _choose(method, key, problem, feasible_values, post, h, s):
+def _choose(method, key, problem, feasible_values, post, h, s, lookahead=None):
     Phi, beta = problem.Phi, problem.beta
     mean, A, L = _solve_factor(post, Phi)
     sd = jnp.sqrt(jnp.maximum(jnp.sum(A**2, 0), 0.0))
@@ -474,14 +482,15 @@ def _choose(method, key, problem, feasible_values, post, h, s):
         g = jnp.diag(G)
         _, z, z2 = _masked_max_pair(g[:, None] + g[None, :] - 2.0 * G, mask)
         u = Phi @ jsl.cho_solve((L, True), Phi[z] - Phi[z2])
-        return _plan_action(problem, feasible_values, u**2, h, s, 1.0 / problem.plan_noise_sd**2)
+        return _plan_action(problem, feasible_values, u**2, h, s, 1.0 / problem.plan_noise_sd**2, lookahead)
     if method == "ucb_path":
-        return _plan_action(problem, feasible_values, mean + beta * sd, h, s)
+        return _plan_action(problem, feasible_values, mean + beta * sd, h, s, lookahead=lookahead)
     if method == "ei_path":
         best = jnp.max(mean)
         sd_ = jnp.maximum(sd, 1e-12)
         z = (mean - best) / sd_
-        return _plan_action(problem, feasible_values, (mean - best) * norm.cdf(z) + sd_ * norm.pdf(z), h, s)
+        ei = (mean - best) * norm.cdf(z) + sd_ * norm.pdf(z)
+        return _plan_action(problem, feasible_values, ei, h, s, lookahead=lookahead)
     if method in ("greedy_ucb_stay", "greedy_ucb_move"):
         return _greedy_action(problem, feasible_values, mean + beta * sd, h, s, method == "greedy_ucb_stay")
     # random walk over the moves that keep the end constraint satisfiable
@@ -490,14 +499,14 @@ def _choose(method, key, problem, feasible_values, post, h, s):
     return jax.random.choice(key, nb.shape[1], p=ok / jnp.sum(ok))
 
 
-def _choose_int(method, *args):
-    return jnp.asarray(_choose(method, *args), jnp.int32)
+def _choose_int(method, lookahead, *args):
+    return jnp.asarray(_choose(method, *args, lookahead=lookahead), jnp.int32)
 
 
-def _run_one(method_index, problem, key, horizon, episodes):
+def _run_one(method_index, problem, key, f_given, start, horizon, episodes, lookahead, sample_f, branch_names):
     Phi, nb = problem.Phi, problem.neighbours
     kf, key = jax.random.split(key)
-    f = Phi @ jax.random.normal(kf, (Phi.shape[1],), Phi.dtype)
+    f = Phi @ jax.random.normal(kf, (Phi.shape[1],), Phi.dtype) if sample_f else f_given
     zero = jnp.zeros(nb.shape, Phi.dtype)
     feasible_values, _ = backward_induction(jnp.broadcast_to(zero, (horizon,) + nb.shape), nb, problem.terminal)
 
@@ -510,8 +519,8 @@ def _run_one(method_index, problem, key, horizon, episodes):
         post, s, key = carry
         key, ka, ke = jax.random.split(key, 3)
         h = t % horizon
-        s = jnp.where(h == 0, problem.start, s)
-        branches = [functools.partial(_choose_int, m) for m in METHODS]
+        s = jnp.where(h == 0, start, s)
+        branches = [functools.partial(_choose_int, m, lookahead) for m in branch_names]
         a = jax.lax.switch(method_index, branches, ka, problem, feasible_values, post, h, s)
         s_next = nb[s, a]
         sigma = problem.noise_sd[s, a]
@@ -521,31 +530,66 @@ def _run_one(method_index, problem, key, horizon, episodes):
         return (post, s_next, key), (s_next, regret, found)
 
     post0 = prior(Phi.shape[1], Phi.dtype)
-    _, (states, regret, found) = jax.lax.scan(step, (post0, problem.start, key), jnp.arange(horizon * episodes))
+    _, (states, regret, found) = jax.lax.scan(step, (post0, start, key), jnp.arange(horizon * episodes))
     return {"f": f, "states": states, "regret": regret, "found": found}
 
 
-def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int) -> dict:
-    """Run one method on GP sample functions, vmapped over seeds.
+def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int, f=None, starts=None,
+        lookahead: int | None = None, compiled_with=METHODS) -> dict:
+    """Run one method, vmapped over seeds.
 
-    For each key: draw f = Phi theta, theta ~ N(0, I); run ``episodes`` episodes of ``horizon``
-    moves from ``problem.start``, measuring every state entered; after each measurement
-    recommend argmax of the posterior mean.
+    For each key: take the ground truth f (by default a GP sample f = Phi theta, theta ~ N(0, I),
+    drawn from the key); run ``episodes`` episodes of ``horizon`` moves from the start state,
+    measuring every state entered; after each measurement recommend argmax of the posterior mean.
+
+    Args:
+        method: one of :data:`METHODS`.
+        problem: from :func:`make_problem`; keys: (n, 2) PRNG keys, one per seed.
+        f: optional fixed ground truth (S,) used for every seed instead of GP samples.
+        starts: optional (n,) start state of each seed (default ``problem.start`` for all).
+        lookahead: the planners plan at most this many moves ahead (re-planning after every
+            move, a receding horizon); default: the rest of the episode.
+        compiled_with: the methods that share one compiled program (per problem shape); a page
+            that runs only some methods on a problem passes those to compile less.
 
     Returns a dict of arrays with a leading seed axis: ``f`` (n, S), ``states`` (n, E*H) the
     path, ``regret`` (n, E*H) the simple regret f* - f(recommendation) after each measurement,
     ``found`` (n, E*H) whether the recommendation is the true maximiser.
     """
     check_choice(method, "method", METHODS)
+    compiled_with = tuple(compiled_with)
+    for m in compiled_with:
+        check_choice(m, "compiled_with", METHODS)
+    if method not in compiled_with:
+        raise ValueError(f"compiled_with must contain the method {method!r}, got {compiled_with}")
     horizon = check_int(horizon, "horizon", minimum=1)
     episodes = check_int(episodes, "episodes", minimum=1)
+    if lookahead is not None:
+        lookahead = check_int(lookahead, "lookahead", minimum=1)
     keys = check_array(keys, "keys", ndim=(1, 2))
-    if not bool(jnp.isfinite(backward_induction(
-            jnp.zeros((horizon,) + problem.neighbours.shape, problem.Phi.dtype), problem.neighbours,
-            problem.terminal)[0][0, problem.start])):
+    n_states, n_seeds = problem.neighbours.shape[0], keys.shape[0]
+    if f is None:
+        f_given = jnp.zeros((n_seeds, n_states), problem.Phi.dtype)
+    else:
+        f = check_finite(check_array(f, "f", ndim=1, kind="number"), "f")
+        check_shape(f, "f", (n_states,))
+        f_given = jnp.broadcast_to(jnp.asarray(f, problem.Phi.dtype), (n_seeds, n_states))
+    if starts is None:
+        starts = np.full((n_seeds,), int(problem.start))
+    else:
+        starts = np.asarray(check_array(starts, "starts", ndim=1, kind="int"))
+        check_shape(starts, "starts", (n_seeds,))
+        if np.any((starts < 0) | (starts >= n_states)):
+            raise ValueError(f"starts must be states in [0, {n_states - 1}], got {starts.min()}..{starts.max()}")
+    feasible = backward_induction(jnp.zeros((horizon,) + problem.neighbours.shape, problem.Phi.dtype),
+                                  problem.neighbours, problem.terminal)[0][0]
+    if not bool(jnp.all(jnp.isfinite(feasible[starts]))):
         raise ValueError(f"no feasible path of {horizon} moves from the start meets the end constraint")
-    return _run_batch(jnp.asarray(METHODS.index(method)), problem, keys, horizon, episodes)
+    starts = jnp.asarray(starts, jnp.int32)
+    return _run_batch(jnp.asarray(compiled_with.index(method)), problem, keys, f_given, starts, horizon, episodes,
+                      lookahead, f is None, compiled_with)
 
 
-# one compiled program per problem shape serves every method (the method is a traced index)
-_run_batch = jax.jit(jax.vmap(_run_one, in_axes=(None, None, 0, None, None)), static_argnums=(3, 4))
+# one compiled program per problem shape serves every method of `compiled_with` (a traced index)
+_run_batch = jax.jit(jax.vmap(_run_one, in_axes=(None, None, 0, 0, 0, None, None, None, None, None)),
+                     static_argnums=(5, 6, 7, 8, 9))
