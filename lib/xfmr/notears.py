@@ -12,6 +12,13 @@ by the augmented Lagrangian :math:`+\frac{\rho}{2} h^2 + \alpha h` with dual asc
 reference code. As there, :math:`W = W_+ - W_-` with :math:`W_\pm \ge 0`, so the L1 term is
 smooth and L-BFGS-B (SciPy) handles the bounds; the objective and its gradient are one jitted
 JAX function. Edges with :math:`|W_{ij}| <` ``w_threshold`` are dropped at the end.
+
+The objective is evaluated on the covariance :math:`S = X^\top X / n` of the centred data,
+:math:`\frac{1}{2}\operatorname{tr}\big((I - W)^\top S (I - W)\big)`, with the gradients in
+closed form, :math:`\nabla_W = S W - S` for the loss and
+:math:`\nabla_W h = (e^{W \circ W})^\top \circ 2W` for the constraint (checked against
+autodiff of the data form in the tests): one evaluation costs O(d^3), not O(n d^2) plus a
+backward pass through the matrix exponential.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ def acyclicity(W) -> jnp.ndarray:
 
 
 def _objective(w, X, lambda1, rho, alpha):
+    """The augmented Lagrangian on the data ``X`` (the reference form; autodiff checks the fast one)."""
     d = X.shape[1]
     W = (w[: d * d] - w[d * d:]).reshape(d, d)
     R = X - X @ W
@@ -41,7 +49,20 @@ def _objective(w, X, lambda1, rho, alpha):
     return loss + 0.5 * rho * h * h + alpha * h + lambda1 * jnp.sum(w)
 
 
-_value_and_grad = jax.jit(jax.value_and_grad(_objective))
+@jax.jit
+def _value_and_grad_cov(w, S, lambda1, rho, alpha):
+    """:func:`_objective` and its gradient from the covariance ``S = X^T X / n``, in closed form."""
+    d = S.shape[0]
+    W = (w[: d * d] - w[d * d:]).reshape(d, d)
+    SW = S @ W
+    loss = 0.5 * (jnp.trace(S) - 2.0 * jnp.trace(SW) + jnp.sum(W * SW))
+    E = jax.scipy.linalg.expm(W * W)
+    h = jnp.trace(E) - d
+    G = SW - S + (rho * h + alpha) * (E.T * 2.0 * W)
+    value = loss + 0.5 * rho * h * h + alpha * h + lambda1 * jnp.sum(w)
+    return value, jnp.concatenate([(G + lambda1).ravel(), (-G + lambda1).ravel()])
+
+
 _h = jax.jit(acyclicity)
 
 
@@ -64,12 +85,13 @@ def notears_linear(X, lambda1: float = 0.1, w_threshold: float = 0.3, max_iter: 
     w_threshold = check_real(w_threshold, "w_threshold", minimum=0.0)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     n, d = X.shape
-    Xc = jnp.asarray(X - X.mean(0))
+    Xc = X - X.mean(0)
+    S = jnp.asarray(Xc.T @ Xc / n)
     bounds = [(0, 0) if i == j else (0, None) for _ in range(2) for i in range(d) for j in range(d)]
     w_est, rho, alpha, h = np.zeros(2 * d * d), 1.0, 0.0, np.inf
 
     def fun(w):
-        v, g = _value_and_grad(jnp.asarray(w), Xc, lambda1, rho, alpha)
+        v, g = _value_and_grad_cov(jnp.asarray(w), S, lambda1, rho, alpha)
         return float(v), np.asarray(g, dtype=float)
 
     for _ in range(max_iter):
