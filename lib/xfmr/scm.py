@@ -176,26 +176,28 @@ def standardize(X, ddof: int = 1) -> jnp.ndarray:
     return (X - X.mean(0)) / X.std(0, ddof=ddof)
 
 
-def _nilpotent_inverse(W: jnp.ndarray) -> jnp.ndarray:
-    r"""(I - W)^{-1} for a DAG's W (nilpotent, W^d = 0) by repeated squaring:
-    :math:`\sum_{k<2^m} W^k = (I + W)(I + W^2)(I + W^4)\cdots(I + W^{2^{m-1}})`, m = ceil(log2 d).
+def _nilpotent_inverse(W: jnp.ndarray, longest: int | None = None) -> jnp.ndarray:
+    r"""(I - W)^{-1} for a DAG's W (nilpotent: W^k = 0 beyond the longest path) by repeated squaring:
+    :math:`\sum_{k<2^m} W^k = (I + W)(I + W^2)(I + W^4)\cdots(I + W^{2^{m-1}})` with
+    :math:`2^m` above the longest path length (``longest``, at most d - 1).
 
     2m matrix products instead of an LU solve: exact for a DAG, and cheap to compile and run
     batched."""
     d = W.shape[0]
+    longest = d - 1 if longest is None else longest
     M, P = jnp.eye(d, dtype=W.dtype) + W, W
-    for _ in range(max(int(np.ceil(np.log2(d))), 1) - 1):
+    for _ in range(max(int(np.ceil(np.log2(longest + 1))), 1) - 1):
         P = P @ P
         M = M + M @ P
     return M
 
 
-def _sample_impl(key, W, s2, order, n: int, kind: str):
+def _sample_impl(key, W, s2, order, n: int, kind: str, longest: int | None = None):
     d = W.shape[0]
     N = jax.random.normal(key, (n, d), dtype=W.dtype) * jnp.sqrt(s2)[None, :]
     if kind != "iscm":
         # x^T = x^T W + eps^T  =>  X = N (I - W)^{-1}
-        X = N @ _nilpotent_inverse(W)
+        X = N @ _nilpotent_inverse(W, longest)
         if kind == "standardized":
             X = (X - X.mean(0)) / X.std(0, ddof=1)
         return X
@@ -209,11 +211,13 @@ def _sample_impl(key, W, s2, order, n: int, kind: str):
 
 
 _sample = jax.jit(_sample_impl, static_argnames=("n", "kind"))
-_sample_many = jax.jit(jax.vmap(_sample_impl, in_axes=(0, 0, None, 0, None, None)), static_argnames=("n", "kind"))
+_sample_many = jax.jit(jax.vmap(_sample_impl, in_axes=(0, 0, None, 0, None, None, None)),
+                       static_argnames=("n", "kind", "longest"))
 
 
-def _orders(E: np.ndarray) -> np.ndarray:
-    """Topological orders ``(B, d)`` of a batch of boolean graphs ``E (B, d, d)``, vectorised.
+def _orders(E: np.ndarray) -> tuple[np.ndarray, int]:
+    """Topological orders ``(B, d)`` of a batch of boolean graphs ``E (B, d, d)``, vectorised,
+    and the length of the longest path in the batch.
 
     The depth of a node (the length of the longest path ending at it) satisfies
     depth_j = max over parents i of depth_i + 1; iterating this from 0 converges after at most
@@ -226,7 +230,7 @@ def _orders(E: np.ndarray) -> np.ndarray:
         new = np.max(np.where(E, depth[:, :, None] + 1, 0), axis=1)
         changed = np.any(new != depth, axis=1)
         if not changed.any():
-            return np.argsort(depth, axis=1, kind="stable")
+            return np.argsort(depth, axis=1, kind="stable"), int(depth.max())
         depth = new
     bad = np.flatnonzero(changed)
     topological_order(E[bad[0]])            # raises, naming the nodes on the cycle
@@ -266,9 +270,9 @@ def sample_batch(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=
     Wn = np.asarray(Ws)
     if not np.all(np.isfinite(Wn)):
         raise ValueError("W must be finite")
-    orders = jnp.asarray(_orders(Wn != 0))
+    orders, longest = _orders(Wn != 0)
     s2 = _check_noise(noise_variance, Ws.shape[1])
-    return _sample_many(keys, Ws, s2, orders, n, kind)
+    return _sample_many(keys, Ws, s2, jnp.asarray(orders), n, kind, longest)
 
 
 def sample_in_order(key: jax.Array, W, order, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
