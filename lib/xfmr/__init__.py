@@ -61,7 +61,9 @@ Part VI, standardized causal models
 - :mod:`xfmr.dags`             random DAGs (Erdos-Renyi, scale-free variants, trees) and edge weights
 - :mod:`xfmr.scm`              linear SCM, standardized SCM and iSCM: samplers and population covariances
 - :mod:`xfmr.sortability`      Var-, R^2- and CEV-sortability (as CausalDisco) and sort-and-regress
-- :mod:`xfmr.notears`          linear NOTEARS (JAX objective and gradient, SciPy L-BFGS-B)
+- :mod:`xfmr.notears`          linear NOTEARS (JAX objective, closed-form gradient, SciPy L-BFGS-B)
+- :mod:`xfmr.amortised`        amortised causal discovery: an AVICI-style transformer trained with
+  binary cross-entropy on simulated graphs, its batch sampler and edge metrics
 
 Shared
 

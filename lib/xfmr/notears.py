@@ -1,4 +1,4 @@
-r"""NOTEARS for linear SCMs (Zheng et al., NeurIPS 2018), objective and gradient in JAX.
+r"""NOTEARS for linear SCMs (Zheng et al., NeurIPS 2018): objective in JAX, closed-form gradient checked against it.
 
 Continuous structure learning: minimise the least-squares loss with an L1 penalty subject to
 the smooth acyclicity constraint
@@ -10,8 +10,18 @@ the smooth acyclicity constraint
 by the augmented Lagrangian :math:`+\frac{\rho}{2} h^2 + \alpha h` with dual ascent on
 :math:`\alpha` and :math:`\rho \times 10` while :math:`h` does not fall by 4, as in the authors'
 reference code. As there, :math:`W = W_+ - W_-` with :math:`W_\pm \ge 0`, so the L1 term is
-smooth and L-BFGS-B (SciPy) handles the bounds; the objective and its gradient are one jitted
-JAX function. Edges with :math:`|W_{ij}| <` ``w_threshold`` are dropped at the end.
+smooth and L-BFGS-B (SciPy) handles the bounds. Edges with :math:`|W_{ij}| <` ``w_threshold`` are dropped at the end.
+
+The objective is evaluated on the covariance :math:`S = X^\top X / n` of the centred data,
+:math:`\frac{1}{2}\operatorname{tr}\big((I - W)^\top S (I - W)\big)`, with the gradients in
+closed form, :math:`\nabla_W = S W - S` for the loss and
+:math:`\nabla_W h = (e^{W \circ W})^\top \circ 2W` for the constraint: one evaluation costs
+O(d^3), not O(n d^2) plus a backward pass through the matrix exponential. The objective is
+defined in JAX (:func:`_objective`, on the data) and the tests check the closed form against
+its autodiff gradient; the L-BFGS-B loop evaluates the closed form in NumPy, because at
+d = 20 a JAX dispatch per evaluation cost more than the evaluation itself (0.66 ms against
+0.14 ms per evaluation including SciPy's overhead, measured here; the solver needs about
+10^5 evaluations on raw SCM data).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize as sopt
 
 from xfmr.validate import check_array, check_int, check_real
@@ -33,6 +44,7 @@ def acyclicity(W) -> jnp.ndarray:
 
 
 def _objective(w, X, lambda1, rho, alpha):
+    """The augmented Lagrangian on the data ``X`` (the reference form; autodiff checks the fast one)."""
     d = X.shape[1]
     W = (w[: d * d] - w[d * d:]).reshape(d, d)
     R = X - X @ W
@@ -41,7 +53,19 @@ def _objective(w, X, lambda1, rho, alpha):
     return loss + 0.5 * rho * h * h + alpha * h + lambda1 * jnp.sum(w)
 
 
-_value_and_grad = jax.jit(jax.value_and_grad(_objective))
+def _value_and_grad_cov(w: np.ndarray, S: np.ndarray, lambda1: float, rho: float, alpha: float):
+    """:func:`_objective` and its gradient ``(2 d^2,)`` from the covariance ``S = X^T X / n``, closed form (NumPy)."""
+    d = S.shape[0]
+    W = (w[: d * d] - w[d * d:]).reshape(d, d)
+    SW = S @ W
+    loss = 0.5 * (np.trace(S) - 2.0 * np.trace(SW) + np.sum(W * SW))
+    E = scipy.linalg.expm(W * W)
+    h = np.trace(E) - d
+    G = SW - S + (rho * h + alpha) * (E.T * 2.0 * W)
+    value = loss + 0.5 * rho * h * h + alpha * h + lambda1 * np.sum(w)
+    return float(value), np.concatenate([(G + lambda1).ravel(), (-G + lambda1).ravel()])
+
+
 _h = jax.jit(acyclicity)
 
 
@@ -64,13 +88,13 @@ def notears_linear(X, lambda1: float = 0.1, w_threshold: float = 0.3, max_iter: 
     w_threshold = check_real(w_threshold, "w_threshold", minimum=0.0)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     n, d = X.shape
-    Xc = jnp.asarray(X - X.mean(0))
+    Xc = X - X.mean(0)
+    S = Xc.T @ Xc / n
     bounds = [(0, 0) if i == j else (0, None) for _ in range(2) for i in range(d) for j in range(d)]
     w_est, rho, alpha, h = np.zeros(2 * d * d), 1.0, 0.0, np.inf
 
     def fun(w):
-        v, g = _value_and_grad(jnp.asarray(w), Xc, lambda1, rho, alpha)
-        return float(v), np.asarray(g, dtype=float)
+        return _value_and_grad_cov(w, S, lambda1, rho, alpha)
 
     for _ in range(max_iter):
         while rho < rho_max:

@@ -39,6 +39,7 @@ __all__ = [
     "sample",
     "standardize",
     "sample_batch",
+    "sample_in_order",
     "implied_weights",
 ]
 
@@ -175,13 +176,28 @@ def standardize(X, ddof: int = 1) -> jnp.ndarray:
     return (X - X.mean(0)) / X.std(0, ddof=ddof)
 
 
-@partial(jax.jit, static_argnames=("n", "kind"))
-def _sample(key, W, s2, order, n: int, kind: str):
+def _nilpotent_inverse(W: jnp.ndarray, longest: int | None = None) -> jnp.ndarray:
+    r"""(I - W)^{-1} for a DAG's W (nilpotent: W^k = 0 beyond the longest path) by repeated squaring:
+    :math:`\sum_{k<2^m} W^k = (I + W)(I + W^2)(I + W^4)\cdots(I + W^{2^{m-1}})` with
+    :math:`2^m` above the longest path length (``longest``, at most d - 1).
+
+    2m matrix products instead of an LU solve: exact for a DAG, and cheap to compile and run
+    batched."""
+    d = W.shape[0]
+    longest = d - 1 if longest is None else longest
+    M, P = jnp.eye(d, dtype=W.dtype) + W, W
+    for _ in range(max(int(np.ceil(np.log2(longest + 1))), 1) - 1):
+        P = P @ P
+        M = M + M @ P
+    return M
+
+
+def _sample_impl(key, W, s2, order, n: int, kind: str, longest: int | None = None):
     d = W.shape[0]
     N = jax.random.normal(key, (n, d), dtype=W.dtype) * jnp.sqrt(s2)[None, :]
     if kind != "iscm":
         # x^T = x^T W + eps^T  =>  X = N (I - W)^{-1}
-        X = jnp.linalg.solve((jnp.eye(d, dtype=W.dtype) - W).T, N.T).T
+        X = N @ _nilpotent_inverse(W, longest)
         if kind == "standardized":
             X = (X - X.mean(0)) / X.std(0, ddof=1)
         return X
@@ -192,6 +208,33 @@ def _sample(key, W, s2, order, n: int, kind: str):
         return X.at[:, j].set((xj - xj.mean()) / xj.std(ddof=1))
 
     return jax.lax.fori_loop(0, d, step, jnp.zeros_like(N))
+
+
+_sample = jax.jit(_sample_impl, static_argnames=("n", "kind"))
+_sample_many = jax.jit(jax.vmap(_sample_impl, in_axes=(0, 0, None, 0, None, None, None)),
+                       static_argnames=("n", "kind", "longest"))
+
+
+def _orders(E: np.ndarray) -> tuple[np.ndarray, int]:
+    """Topological orders ``(B, d)`` of a batch of boolean graphs ``E (B, d, d)``, vectorised,
+    and the length of the longest path in the batch.
+
+    The depth of a node (the length of the longest path ending at it) satisfies
+    depth_j = max over parents i of depth_i + 1; iterating this from 0 converges after at most
+    d rounds on a DAG, and sorting by depth gives a topological order. A graph whose depths
+    still change after d rounds has a cycle: :func:`topological_order` then names the nodes.
+    """
+    B, d, _ = E.shape
+    depth = np.zeros((B, d), dtype=np.int64)
+    for _ in range(d + 1):
+        new = np.max(np.where(E, depth[:, :, None] + 1, 0), axis=1)
+        changed = np.any(new != depth, axis=1)
+        if not changed.any():
+            return np.argsort(depth, axis=1, kind="stable"), int(depth.max())
+        depth = new
+    bad = np.flatnonzero(changed)
+    topological_order(E[bad[0]])            # raises, naming the nodes on the cycle
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def sample(key: jax.Array, W, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
@@ -212,14 +255,39 @@ def sample(key: jax.Array, W, n: int, kind: str = "scm", noise_variance=1.0) -> 
 
 def sample_batch(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
     """:func:`sample` for a batch of graphs at once (vmapped): ``keys (B, 2)``, ``Ws (B, d, d)``
-    -> ``(B, n, d)``; sample ``b`` equals ``sample(keys[b], Ws[b], n, kind)``."""
+    -> ``(B, n, d)``; sample ``b`` equals ``sample(keys[b], Ws[b], n, kind)``.
+
+    The checks run on the whole batch in NumPy (no Python loop over graphs but the one that
+    names the nodes of a cycle) and the sampler is one jitted, vmapped call.
+    """
     kind = check_choice(kind, "kind", KINDS)
     n = check_int(n, "n", minimum=2)
     Ws = check_array(Ws, "Ws", ndim=3, kind="number").astype(jnp.result_type(float))
-    checked = [_check_graph(W) for W in Ws]
-    orders = jnp.asarray(np.stack([o for _, o in checked]))
+    if Ws.shape[1] != Ws.shape[2]:
+        raise ValueError(f"Ws must have shape (B, d, d), got {Ws.shape}")
+    if not is_concrete(Ws):
+        raise TypeError("Ws must be a concrete array (the topological orders are computed in NumPy)")
+    Wn = np.asarray(Ws)
+    if not np.all(np.isfinite(Wn)):
+        raise ValueError("W must be finite")
+    orders, longest = _orders(Wn != 0)
     s2 = _check_noise(noise_variance, Ws.shape[1])
-    return jax.vmap(lambda k, W, o: _sample(k, W, s2, o, n, kind))(keys, Ws, orders)
+    return _sample_many(keys, Ws, s2, jnp.asarray(orders), n, kind, longest)
+
+
+def sample_in_order(key: jax.Array, W, order, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
+    """:func:`sample` for traced arguments (inside ``jit``/``vmap``): the topological ``order``
+    ``(d,)`` of ``W`` is given, not computed, and neither is checked.
+
+    ``sample_in_order(key, W, topological_order(W), n, kind)`` equals ``sample(key, W, n, kind)``.
+    Use it where ``W`` is drawn inside a jitted function together with its order (e.g. the
+    training batches of :mod:`xfmr.amortised`); use :func:`sample` everywhere else.
+    """
+    kind = check_choice(kind, "kind", KINDS)
+    n = check_int(n, "n", minimum=2)
+    W = check_array(W, "W", ndim=2, kind="float")
+    s2 = jnp.broadcast_to(jnp.asarray(noise_variance, W.dtype), (W.shape[0],))
+    return _sample(key, W, s2, order, n, kind)
 
 
 def implied_weights(R, A, kind: str = "iscm") -> jnp.ndarray:
