@@ -38,3 +38,19 @@ def layer_instances(draw, shapes, regimes=tuple(REGIMES), input_scales=(1.0,), d
     W_K = draw(matrices((d_V, d_K), dtype))
     W_V = draw(matrices((d_V, d_V), dtype))
     return LayerInstance(X, Y, W_Q, W_K, W_V), regime
+
+
+@st.composite
+def distributions(draw, k, n_zeros=0, floor=1e-3):
+    """A probability vector of length ``k`` (float64): drawn weights in [floor, 1], the first
+    ``n_zeros`` set to exactly 0, normalised. Covers near-uniform and peaked vectors."""
+    w = draw(hnp.arrays(np.float64, (k,), elements=st.floats(floor, 1.0, allow_nan=False)))
+    peak = draw(st.sampled_from([1.0, 8.0]))  # 8: one entry dominates after the power
+    w = w ** peak
+    w[:n_zeros] = 0.0
+    return w / w.sum()
+
+
+def logits(shape, scale=6.0):
+    """Logit arrays of ``shape`` with entries in [-scale, scale] (saturated softmax included)."""
+    return hnp.arrays(np.float64, shape, elements=st.floats(-scale, scale, allow_nan=False, width=64))

@@ -4,9 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from strategies import distributions, logits
 from xfmr.losses import (
     brier, brier_from_logits, brier_logit_grad, one_hot, softmax_cross_entropy,
     softmax_cross_entropy_grad, squared_error,
@@ -20,10 +21,19 @@ def _case(seed, k, batch=(3,)):
     return z, y
 
 
+@st.composite
+def logit_cases(draw, batch=3):
+    """Logits z (batch, k), scale up to 6 (saturated rows included), and labels y (batch,)."""
+    k = draw(st.integers(2, 7))
+    z = jnp.asarray(draw(logits((batch, k))))
+    y = jnp.asarray(draw(st.lists(st.integers(0, k - 1), min_size=batch, max_size=batch)))
+    return z, y
+
+
 @settings(max_examples=6, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), k=st.integers(2, 7))
-def test_cross_entropy_matches_reference_and_autodiff(seed, k):
-    z, y = _case(seed, k)
+@given(case=logit_cases())
+def test_cross_entropy_matches_reference_and_autodiff(case):
+    z, y = case
     q = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
     np.testing.assert_allclose(softmax_cross_entropy(z, y), -np.log(q[np.arange(3), y]), rtol=1e-12)
     g = jax.grad(lambda z: softmax_cross_entropy(z, y).sum())(z)
@@ -31,9 +41,10 @@ def test_cross_entropy_matches_reference_and_autodiff(seed, k):
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), k=st.integers(2, 7))
-def test_brier_matches_reference_and_autodiff(seed, k):
-    z, y = _case(seed, k)
+@given(case=logit_cases())
+def test_brier_matches_reference_and_autodiff(case):
+    z, y = case
+    k = z.shape[-1]
     q = jax.nn.softmax(z)
     ref = np.sum((np.asarray(q) - np.eye(k)[np.asarray(y)]) ** 2, -1)
     np.testing.assert_allclose(brier(q, y), ref, rtol=1e-12)
@@ -43,14 +54,17 @@ def test_brier_matches_reference_and_autodiff(seed, k):
 
 
 @settings(max_examples=5, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), k=st.integers(2, 6))
-def test_both_scores_strictly_proper(seed, k):
-    """Expected score under p is minimised at q = p (checked against random q), vectorised."""
-    rng = np.random.default_rng(seed)
-    p = jnp.asarray(rng.dirichlet(np.ones(k)))
-    qs = jnp.concatenate([p[None], jnp.asarray(rng.dirichlet(np.ones(k), 20))])  # (21, k), qs[0] = p
-    labels = jnp.broadcast_to(jnp.arange(k), (21, k))
-    q_rows = jnp.broadcast_to(qs[:, None, :], (21, k, k))  # prediction q for every label y
+@given(k=st.integers(2, 6), data=st.data())
+def test_both_scores_strictly_proper(k, data):
+    """Expected score under p is minimised at q = p (checked against drawn q), vectorised."""
+    p = jnp.asarray(data.draw(distributions(k)))
+    others = [data.draw(distributions(k)) for _ in range(20)]
+    others = [q for q in others if np.max(np.abs(q - np.asarray(p))) > 1e-6]  # q = p ties
+    assume(others)
+    qs = jnp.concatenate([p[None], jnp.asarray(np.array(others))])  # (n, k), qs[0] = p
+    n = qs.shape[0]
+    labels = jnp.broadcast_to(jnp.arange(k), (n, k))
+    q_rows = jnp.broadcast_to(qs[:, None, :], (n, k, k))  # prediction q for every label y
     expected_ce = jnp.sum(p * softmax_cross_entropy(jnp.log(q_rows), labels), -1)
     expected_brier = jnp.sum(p * brier(q_rows, labels), -1)
     assert np.all(expected_ce[1:] > expected_ce[0])

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strategies import matrices
 from xfmr import matrix_calculus as mc
 
 dims = st.integers(min_value=1, max_value=4)
@@ -23,9 +24,9 @@ def test_vec_r_is_row_major_and_invertible():
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
-@given(p=dims, m=dims, n=dims, q=dims, seed=st.integers(0, 1000))
-def test_kronecker_rule(p, m, n, q, seed):
-    A, B, C = _rand(seed, p, m), _rand(seed + 1, m, n), _rand(seed + 2, n, q)
+@given(p=dims, m=dims, n=dims, q=dims, data=st.data())
+def test_kronecker_rule(p, m, n, q, data):
+    A, B, C = (jnp.asarray(data.draw(matrices(s))) for s in ((p, m), (m, n), (n, q)))
     lhs = mc.vec_r(A @ B @ C)
     rhs = jnp.kron(A, C.T) @ mc.vec_r(B)
     assert jnp.allclose(lhs, rhs, rtol=1e-12, atol=1e-12)
@@ -33,9 +34,9 @@ def test_kronecker_rule(p, m, n, q, seed):
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
-@given(m=dims, n=dims, seed=st.integers(0, 1000))
-def test_commutation_matrix(m, n, seed):
-    B = _rand(seed, n, m)
+@given(m=dims, n=dims, data=st.data())
+def test_commutation_matrix(m, n, data):
+    B = jnp.asarray(data.draw(matrices((n, m))))
     K = mc.commutation_matrix(m, n, dtype=jnp.float64)
     assert jnp.array_equal(K @ mc.vec_r(B), mc.vec_r(B.T))
     assert jnp.array_equal(K.T, mc.commutation_matrix(n, m, dtype=jnp.float64))
@@ -61,9 +62,9 @@ def test_matrix_jacobian_of_products():
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
-@given(n=st.integers(1, 4), a1=dims, a2=dims, b1=dims, b2=dims, seed=st.integers(0, 1000))
-def test_kron_sum_and_its_norm(n, a1, a2, b1, b2, seed):
-    As, Bs = _rand(seed, n, a1, a2), _rand(seed + 1, n, b1, b2)
+@given(n=st.integers(1, 4), a1=dims, a2=dims, b1=dims, b2=dims, data=st.data())
+def test_kron_sum_and_its_norm(n, a1, a2, b1, b2, data):
+    As, Bs = jnp.asarray(data.draw(matrices((n, a1, a2)))), jnp.asarray(data.draw(matrices((n, b1, b2))))
     dense = sum(jnp.kron(As[i], Bs[i]) for i in range(n))
     assert jnp.allclose(mc.kron_sum(As, Bs), dense, atol=1e-12)
     norm_sq = mc.kron_sum_frobenius_sq(mc.gram(As), mc.gram(Bs))

@@ -51,9 +51,10 @@ def test_moments_match_definitions(instance):
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
-@given(L=st.integers(1, 4), d=st.integers(1, 3), seed=st.integers(0, 1000))
-def test_z1_moment_form(L, d, seed):
-    X, A = _instance(seed, L, d, 1.0)
+@given(instance=moment_instances())
+def test_z1_moment_form(instance):
+    X, A, _ = instance
+    L, d = X.shape
     Z = moments.data_attention_matrix(X, A)
     assert Z.shape == (L * d, d * d)
     assert jnp.allclose(Z, moments.data_attention_matrix_moments(X, A), atol=1e-12)

@@ -20,7 +20,7 @@ def print_page(tmp_path: Path, body: str) -> Path:
     site.mkdir()
     (site / "index.html").write_text(f"<html><body>{body}</body></html>")
     out = tmp_path / "book.pdf"
-    print_pdf(site, site / "index.html", out)
+    print_pdf.found = print_pdf(site, site / "index.html", out)
     return out
 
 
@@ -40,3 +40,29 @@ def test_a_clean_book_passes_and_each_fault_is_named(tmp_path):
 def test_mathjax_error_text_fails(tmp_path):
     pdf = print_page(tmp_path, "<h1>Title</h1><p>Math input error</p>")
     assert any("Math input error" in p for p in check_pdf(pdf, ["Title"], min_pages=1))
+
+
+PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+       "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+@needs_chromium
+def test_figures_are_numbered_and_counted(tmp_path):
+    figure = f"<div class='cell_output'><img src='{PNG}' width='40' height='40'/></div>"
+    solution = f"<details><summary>Solution</summary>{figure}</details>"  # closed dropdown
+    pdf = print_page(tmp_path, f"<h1>Title</h1>{figure}<p>text</p>{solution}")
+    assert print_pdf.found["figures"] == 2
+    assert check_pdf(pdf, ["Title"], min_pages=1, figures=2) == []  # the dropdown was printed open
+    assert any("1 of 3 figure numbers" in p for p in check_pdf(pdf, ["Title"], min_pages=1, figures=3))
+
+
+@needs_chromium
+def test_raw_tex_outside_code_is_found(tmp_path):
+    body = ("<h1>Title</h1><p>typeset: fine</p><pre>print(r'$\\sigma$')</pre>"
+            "<div class='cell_output'><pre>$a$ \\frac in output</pre></div>"
+            "<p>left raw: $x^2$ and \\frac{1}{2}</p>")
+    pdf = print_page(tmp_path, body)
+    snippets = print_pdf.found["raw_tex"]
+    assert snippets == ["left raw: $x^2$ and \\frac{1}{2}"]
+    problems = check_pdf(pdf, ["Title"], min_pages=1, raw_tex=snippets)
+    assert any("raw TeX outside code" in p for p in problems)

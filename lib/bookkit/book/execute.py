@@ -3,8 +3,11 @@
 Every page of ``_toc.yml`` that is a notebook (a jupytext MyST file with a kernelspec) is
 converted with jupytext, given the parameters of the chosen profile by papermill, executed
 with the ``python3`` kernel in its own folder of the output tree, and saved as ``.ipynb``.
-Pages without code are copied. The execution-statistics page runs last and reads the
-runtimes of this run from ``stats.json`` at the root of the output tree.
+Pages without code are copied. Pages record their key results with
+``bookkit.results.record`` into ``results/<page>.json`` of the output tree (whose root holds the
+marker file ``bookkit.results.MARKER``). The pages of ``LAST_PAGES`` run after all others, in
+that order: the claims page reads every page's results, and the execution-statistics page
+reads the runtimes of this run from ``stats.json`` at the root of the output tree.
 
     python -m bookkit.book.execute --profile ci --out _build/nb/ci
     python -m bookkit.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
@@ -13,7 +16,9 @@ runtimes of this run from ``stats.json`` at the root of the output tree.
 
 ``--record FILE`` keeps the runtimes of a successful run (profile, pages, total, date, CPU
 count) in a JSON file of the repository, for the execution page to report a run that is too
-long to repeat on every build (`make record-paper`).
+long to repeat on every build (`make record-paper`). ``--keep-results DIR`` keeps the recorded
+results of a successful run's pages, with the date, in ``DIR/<profile>/<page>.json``
+(``book/_data/recorded`` for `make record-paper`), where the pages show them.
 
 Exits non-zero, naming every page that failed, if any page raises.
 """
@@ -32,10 +37,15 @@ from pathlib import Path
 import jupytext
 import nbformat
 import papermill
+import yaml
 
+from bookkit import results
 from bookkit.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
 
 STATS_PAGE = "book/about/execution"
+CLAIMS_PAGE = "book/about/claims"
+# Pages that read what the others wrote, executed after them in this order.
+LAST_PAGES = (CLAIMS_PAGE, STATS_PAGE)
 # Kernels draw figures as PNG outputs, whatever backend the calling shell chose (Agg would
 # silently drop every figure).
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -65,11 +75,14 @@ def parameters_cell(nb) -> nbformat.NotebookNode | None:
     return cells[0] if cells else None
 
 
-def execute_page(root: Path, page: str, out: Path, profile: str) -> float:
-    """Execute one notebook page into ``out``; return its runtime in seconds."""
+def execute_page(root: Path, page: str, out: Path, profile: str, overrides: dict | None = None) -> float:
+    """Execute one notebook page into ``out``; return its runtime in seconds.
+
+    ``overrides`` (``--set name=value``) are applied on top of the profile's parameters.
+    """
     source = page_source(root, page)
     nb = jupytext.read(source)
-    params = profile_overrides(root / "book" / "profiles.yml", page, profile)
+    params = {**profile_overrides(root / "book" / "profiles.yml", page, profile), **(overrides or {})}
     cell = parameters_cell(nb)
     if any(c.cell_type == "code" for c in nb.cells) and cell is None:
         raise ValueError(f"{source}: an executable page needs a code cell tagged 'parameters'")
@@ -77,6 +90,8 @@ def execute_page(root: Path, page: str, out: Path, profile: str) -> float:
     if unknown:
         raise ValueError(f"{source}: profile {profile!r} sets {sorted(unknown)}, not in the parameters cell")
     nb.metadata["xfmr"] = {"profile": profile, "source": str(source.relative_to(root))}
+    (out / results.MARKER).write_text(profile)
+    (out / results.RESULTS_DIR / f"{Path(page).name}.json").unlink(missing_ok=True)  # no stale results
     target = out / f"{page}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
@@ -129,7 +144,8 @@ def write_runtimes(path: Path, profile: str, pages: list[dict], **extra) -> None
     path.write_text(json.dumps({"profile": profile, **extra, "pages": pages}, indent=1) + "\n")
 
 
-def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: int) -> list[dict]:
+def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: int,
+                  overrides: dict | None = None) -> list[dict]:
     """Execute ``pages`` with up to ``jobs`` kernels at once (one kernel per page).
 
     Returns one ``{page, seconds, status}`` row per page, in the order of ``pages``; a page that
@@ -138,7 +154,7 @@ def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: i
     def one(page: str) -> dict:
         print(f"execute [{profile}] {page} ...", flush=True)
         try:
-            seconds = execute_page(root, page, out, profile)
+            seconds = execute_page(root, page, out, profile, overrides)
         except Exception as error:  # report every failing page, then fail
             print(f"execute: FAILED {page}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             return {"page": page, "seconds": None, "status": "failed"}
@@ -150,7 +166,17 @@ def execute_pages(root: Path, pages: list[str], out: Path, profile: str, jobs: i
 
 
 def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
-        record: Path | None = None, jobs: int = 2) -> int:
+        record: Path | None = None, jobs: int = 2, keep_results: Path | None = None,
+        overrides: dict | None = None, label: str | None = None) -> int:
+    """Execute the pages (all of ``_toc.yml``, or ``only``); 0 on success, 1 if a page failed.
+
+    ``overrides`` set page parameters on top of the profile (only with ``only``: they would
+    not fit every page); ``label`` names the recording under ``keep_results`` (default: the
+    profile), so that a run with overrides does not pass for the profile's own.
+    """
+    if overrides and not only:
+        print("execute: --set needs --page (parameters are per page)", file=sys.stderr)
+        return 2
     pages = toc_pages(root / "_toc.yml")
     if only:
         wanted = [str(Path(p).with_suffix("")) for p in only]
@@ -167,6 +193,7 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
         if out.exists():
             shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / results.MARKER).write_text(profile)
     copy_assets(root, out)
 
     for page in pages:  # pages without code are copied as they are
@@ -175,12 +202,15 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
             dest = out / source.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest)
-    notebooks = [p for p in pages if p != STATS_PAGE and is_notebook(page_source(root, p))]
+    notebooks = [p for p in pages if p not in LAST_PAGES and is_notebook(page_source(root, p))]
     total_start = time.perf_counter()
-    stats = execute_pages(root, notebooks, out, profile, jobs)
-    if STATS_PAGE in pages:  # it reads the runtimes of the pages before it, so it runs last
-        write_runtimes(out / STATS_FILE, profile, stats)
-        stats += execute_pages(root, [STATS_PAGE], out, profile, 1)
+    stats = execute_pages(root, notebooks, out, profile, jobs, overrides)
+    for last in LAST_PAGES:  # they read what the pages before them wrote
+        if last not in pages:
+            continue
+        if last == STATS_PAGE:
+            write_runtimes(out / STATS_FILE, profile, stats)
+        stats += execute_pages(root, [last], out, profile, 1, overrides)
     failures = [s["page"] for s in stats if s["status"] != "ok"]
     total = time.perf_counter() - total_start
     if not only and STATS_PAGE not in pages:
@@ -194,6 +224,10 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
         write_runtimes(record, profile, stats, date=time.strftime("%Y-%m-%d"),
                        cpu_count=os.cpu_count(), total_seconds=round(total, 1))
         print(f"execute: runtimes recorded in {record}", flush=True)
+    if keep_results is not None:
+        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, pages, time.strftime("%Y-%m-%d"),
+                                    label=label, overrides=overrides)
+        print(f"execute: results of {len(kept)} page(s) kept in {keep_results / (label or profile)}", flush=True)
     return 0
 
 
@@ -203,12 +237,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output tree (mirrors the repository root)")
     parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
     parser.add_argument("--record", type=Path, help="write the runtimes of a successful run here")
+    parser.add_argument("--keep-results", type=Path,
+                        help="keep the pages' recorded results of a successful run in DIR/<profile>/")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a page parameter on top of the profile (YAML value; repeatable; needs --page)")
+    parser.add_argument("--label", help="name of the recording under --keep-results (default: the profile)")
     parser.add_argument("--jobs", type=int, default=2, help="pages executed at once, one kernel each (default 2)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     record = None if args.record is None else args.record.resolve()
-    return run(root, args.out.resolve(), args.profile, args.page, record, args.jobs)
+    keep = None if args.keep_results is None else args.keep_results.resolve()
+    overrides = parse_overrides(args.set)
+    return run(root, args.out.resolve(), args.profile, args.page, record, args.jobs, keep, overrides, args.label)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``["k_max=8", "depths=[2, 3]"]`` -> ``{"k_max": 8, "depths": [2, 3]}`` (values parsed as YAML)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise SystemExit(f"execute: --set expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = yaml.safe_load(value)
+    return out
 
 
 if __name__ == "__main__":

@@ -8,9 +8,12 @@ has typeset every formula, and prints it (A4, page numbers in the footer). Inter
 
     python -m bookkit.book.pdf --notebooks _build/nb/default --out _build/pdf/book.pdf
 
-The PDF is then checked: it has at least two pages per chapter (or ``--min-pages``), the title of every chapter
-of ``_toc.yml`` appears in its text, and the text holds no MathJax or LaTeX error
-(``Math input error``, ``Undefined control sequence``, ...).
+Before printing, every figure of a code cell's output gets a caption "Figure N" (numbered
+through the book, in reading order). The PDF is then checked: it has at least two pages per
+chapter (or ``--min-pages``), the title of every chapter of ``_toc.yml`` appears in its text,
+every figure of the executed pages is there with its number, the text holds no MathJax or
+LaTeX error (``Math input error``, ``Undefined control sequence``, ...), and no mathematics
+was left as raw TeX (``\frac``, ``$x$``) outside code and program output.
 """
 
 from __future__ import annotations
@@ -38,7 +41,38 @@ PRINT_CSS = """
 .bd-sidebar-primary, .bd-sidebar-secondary, .bd-header, .header-article, .prev-next-area,
 .bd-footer, .bd-footer-content, .search-button-field, .skip-link, #pst-back-to-top { display: none !important; }
 .bd-main .bd-content .bd-article-container { max-width: 100% !important; }
+.pdf-figure-number { text-align: center; font-size: 0.9em; font-style: italic; margin: 0.2em 0 1em; }
 """
+# Open every dropdown (solutions of exercises, toggled cells): a printed book shows them.
+EXPAND_JS = """() => {
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+    document.querySelectorAll('.toggle-details__summary, button.toggle-button').forEach(e => e.remove());
+}"""
+# Caption each figure of a code cell's output "Figure N", in reading order; returns N.
+NUMBER_FIGURES_JS = """() => {
+    const images = Array.from(document.querySelectorAll('div.cell_output img'));
+    images.forEach((img, i) => {
+        const caption = document.createElement('p');
+        caption.className = 'pdf-figure-number';
+        caption.textContent = `Figure ${i + 1}`;
+        img.insertAdjacentElement('afterend', caption);
+    });
+    return images.length;
+}"""
+# Text outside code, program output and typeset mathematics that still looks like TeX.
+RAW_TEX_JS = r"""() => {
+    const skip = 'pre, code, script, style, mjx-container, .highlight, .cell_output, textarea';
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const found = [];
+    const pattern = /\\[A-Za-z]{2,}|\$[^$\s][^$]{0,80}\$/;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement && node.parentElement.closest(skip)) continue;
+        const match = node.textContent.match(pattern);
+        if (match) found.push(node.textContent.trim().slice(0, 120));
+    }
+    return found;
+}"""
 
 
 def build_single_html(notebooks: Path, out_root: Path) -> Path:
@@ -58,8 +92,9 @@ def build_single_html(notebooks: Path, out_root: Path) -> Path:
     return at_root
 
 
-def print_pdf(site: Path, page: Path, out: Path) -> None:
-    """Load ``page`` (under ``site``) in headless Chromium, wait for MathJax, print to ``out``."""
+def print_pdf(site: Path, page: Path, out: Path) -> dict:
+    """Load ``page`` (under ``site``) in headless Chromium, wait for MathJax, number the figures,
+    print to ``out``. Returns ``{"figures": count numbered, "raw_tex": [text snippets]}``."""
     from playwright.sync_api import sync_playwright
 
     server, base = serve(site)
@@ -81,6 +116,8 @@ def print_pdf(site: Path, page: Path, out: Path) -> None:
                     if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
                 }
             }""")
+            tab.evaluate(EXPAND_JS)
+            found = {"figures": tab.evaluate(NUMBER_FIGURES_JS), "raw_tex": tab.evaluate(RAW_TEX_JS)}
             out.parent.mkdir(parents=True, exist_ok=True)
             tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
                     header_template="<span></span>", footer_template=FOOTER,
@@ -88,6 +125,7 @@ def print_pdf(site: Path, page: Path, out: Path) -> None:
             browser.close()
     finally:
         server.shutdown()
+    return found
 
 
 def chapter_titles(notebooks: Path) -> list[str]:
@@ -109,6 +147,20 @@ def chapter_titles(notebooks: Path) -> list[str]:
     return titles
 
 
+def count_figures(notebooks: Path) -> int:
+    """PNG figures in the outputs of the executed pages of the table of contents."""
+    import nbformat
+
+    count = 0
+    for entry in toc_pages(notebooks / "_toc.yml"):
+        path = notebooks / f"{entry}.ipynb"
+        if path.exists():
+            count += sum("image/png" in output.get("data", {})
+                         for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+                         for output in cell.get("outputs", []))
+    return count
+
+
 def _plain(text: str) -> str:
     """Text without markup, ligatures (NFKC: "ﬁ" -> "fi") or spacing differences, for comparing
     titles with PDF text."""
@@ -118,8 +170,11 @@ def _plain(text: str) -> str:
     return re.sub(r"[^0-9a-z]+", "", text.lower())
 
 
-def check_pdf(pdf: Path, titles: list[str], min_pages: int) -> list[str]:
-    """Problems with the printed book (empty when it is fine)."""
+def check_pdf(pdf: Path, titles: list[str], min_pages: int, figures: int = 0,
+              raw_tex: list[str] = ()) -> list[str]:
+    """Problems with the printed book (empty when it is fine): too few pages, a chapter title
+    missing from the text, fewer than ``figures`` numbered figures ("Figure 1" ... "Figure N"),
+    error text, and the ``raw_tex`` snippets found on the page before printing."""
     from pypdf import PdfReader
 
     reader = PdfReader(pdf)
@@ -131,7 +186,13 @@ def check_pdf(pdf: Path, titles: list[str], min_pages: int) -> list[str]:
     # A title's mathematics is typeset as glyphs: compare the text around it, piece by piece.
     problems += [f"{pdf}: chapter title not found in the text: {t!r}" for t in titles
                  if not all(_plain(piece) in flat for piece in re.split(r"\$[^$]*\$", t))]
+    numbers = {int(n) for n in re.findall(r"Figure (\d+)", text)}
+    missing = sorted(set(range(1, figures + 1)) - numbers)
+    if missing:
+        problems.append(f"{pdf}: {len(missing)} of {figures} figure numbers not in the text "
+                        f"(first: Figure {missing[0]})")
     problems += [f"{pdf}: error text {e!r} in the PDF" for e in ERROR_TEXTS if e in text]
+    problems += [f"{pdf}: raw TeX outside code: {snippet!r}" for snippet in raw_tex]
     return problems
 
 
@@ -147,13 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = args.notebooks.resolve()
     out_root = args.out.resolve().parent / "singlehtml-build"
     page = build_single_html(notebooks, out_root)
-    print_pdf(out_root / "_build" / "singlehtml", page, args.out.resolve())
+    found = print_pdf(out_root / "_build" / "singlehtml", page, args.out.resolve())
     titles = chapter_titles(notebooks)
-    problems = check_pdf(args.out, titles, args.min_pages or 2 * len(titles))
+    figures = count_figures(notebooks)
+    if found["figures"] != figures:
+        print(f"pdf: the single page shows {found['figures']} figures, the executed pages hold {figures}",
+              file=sys.stderr)
+        return 1
+    problems = check_pdf(args.out, titles, args.min_pages or 2 * len(titles), figures, found["raw_tex"])
     for line in problems:
         print(f"pdf: {line}", file=sys.stderr)
-    from pypdf import PdfReader
-    print(f"pdf: {args.out} ({len(PdfReader(args.out).pages)} pages), {len(problems)} problems", flush=True)
+    print(f"pdf: {args.out}: {figures} numbered figures, {len(titles)} chapters, {len(problems)} problems",
+          flush=True)
     return 1 if problems else 0
 
 

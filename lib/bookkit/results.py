@@ -1,0 +1,263 @@
+"""Key results of the pages, recorded as JSON when a page executes (standard library only).
+
+A page calls :func:`record` right after the cell that computes one of its key numbers::
+
+    from bookkit.results import record
+    record("growth_rates.query_H_o", float(fit.mean), spread=float(fit.std))
+
+The claim id is ``<page>.<key>``: ``<page>`` is the page's file name without ``.md``
+(unique in the book), ``<key>`` names the number on that page. The value lands in
+``<out>/results/<page>.json`` of the executed tree (``{key: {"value": ..., **extra}}``), written
+atomically (a temporary file in the same folder, then ``os.replace``), so a re-execution by
+nbval rewrites the same values. The tree is found by walking up from the kernel's working
+folder to the marker file :data:`MARKER` that ``bookkit.book.execute`` writes at the root
+of its output; ``$XFMR_RESULTS_DIR`` overrides it. A page executed anywhere else
+(``make lab``, plain Jupyter in ``book/``) finds no marker and records nothing, silently.
+
+The claims page (``book/about/claims.md``) reads every file with :func:`load_results` and
+checks each verdict with :func:`verdict`. A recorded run (``make record-paper``) copies the
+results of its pages, with the date, to ``book/_data/recorded/<profile>/<page>.json``
+(:func:`keep_results`); pages show them with :func:`recorded`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MARKER = ".xfmr-results"
+RESULTS_DIR = "results"
+ENV_VAR = "XFMR_RESULTS_DIR"
+RECORDED_DIR = Path("book") / "_data" / "recorded"
+VERDICTS = ("reproduced", "corrected", "not reproduced", "not attempted")
+OPS = ("within", "below", "above", "equals")
+RECORDED = "recorded"  # a rule field with this value is read from the recorded entry (the page's own tolerance)
+_CLAIM = re.compile(r"^([a-z0-9_]+)\.([A-Za-z0-9_]+)$")
+
+
+def current_profile(start: Path | None = None) -> str | None:
+    """The profile of the executed tree this kernel runs in (the marker file holds it), or None."""
+    start = Path.cwd() if start is None else Path(start)
+    for folder in (start, *start.parents):
+        if (folder / MARKER).is_file():
+            return (folder / MARKER).read_text().strip() or None
+    return None
+
+
+def split_claim(claim: str) -> tuple[str, str]:
+    """``"<page>.<key>"`` -> ``(page, key)``; ValueError for any other form."""
+    if not isinstance(claim, str):
+        raise TypeError(f"claim must be a str, got {type(claim).__name__}")
+    match = _CLAIM.match(claim)
+    if match is None:
+        raise ValueError(f"claim must look like '<page>.<key>' (lower-case page stem), got {claim!r}")
+    return match.group(1), match.group(2)
+
+
+def to_json(value: Any) -> Any:
+    """``value`` as plain JSON data: numbers, strings, booleans, None, lists and dicts.
+
+    Arrays and array scalars (numpy, JAX) are converted with ``.tolist()``. A NaN or an
+    infinity is a ValueError: a key result must be a number JSON can hold.
+    """
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"value must be finite, got {value!r}")
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    raise TypeError(f"value must be a number, string, bool, list or dict, got {type(value).__name__}")
+
+
+def results_dir(start: Path | None = None) -> Path | None:
+    """Where this kernel records: ``$XFMR_RESULTS_DIR``, else ``<root>/results`` of the nearest
+    folder upwards from ``start`` (default: the working folder) holding :data:`MARKER`, else None."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    start = Path.cwd() if start is None else Path(start)
+    for folder in (start, *start.parents):
+        if (folder / MARKER).is_file():
+            return folder / RESULTS_DIR
+    return None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` so that a reader sees the old file or the new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def record(claim: str, value: Any, directory: Path | None = None, **extra: Any) -> None:
+    """Record ``value`` (and ``extra`` fields such as ``spread=`` or the page's own ``tol=``)
+    under ``claim``; nothing happens when the page runs outside an executed tree.
+
+    Returns None, so that a cell ending in ``record(...)`` prints nothing.
+    """
+    page, key = split_claim(claim)
+    entry = {"value": to_json(value), **{k: to_json(v) for k, v in extra.items()}}
+    directory = results_dir() if directory is None else Path(directory)
+    if directory is None:
+        return None
+    path = directory / f"{page}.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[key] = entry
+    write_json_atomic(path, data)
+
+
+def load_results(directory: Path) -> dict[str, dict]:
+    """Every recorded result under ``directory``: ``{"<page>.<key>": {"value": ..., ...}}``."""
+    out = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        for key, entry in json.loads(path.read_text()).items():
+            out[f"{path.stem}.{key}"] = entry
+    return out
+
+
+def check_rule(rule: dict) -> None:
+    """ValueError unless ``rule`` is ``{op, ...}`` with the fields its operator needs."""
+    if not isinstance(rule, dict) or rule.get("op") not in OPS:
+        raise ValueError(f"rule must be a dict with op in {OPS}, got {rule!r}")
+    need = {"within": {"target", "tol"}, "below": {"bound"}, "above": {"bound"}, "equals": {"target"}}[rule["op"]]
+    if set(rule) != need | {"op"}:
+        raise ValueError(f"rule {rule!r}: op {rule['op']!r} takes exactly the fields {sorted(need)}")
+    if rule["op"] == "within" and rule["tol"] != RECORDED and not rule["tol"] >= 0:
+        raise ValueError(f"rule {rule!r}: tol must be >= 0")
+
+
+def holds(rule: dict, value: Any) -> bool:
+    """Whether the recorded ``value`` satisfies ``rule``; a list satisfies it when every entry does.
+
+    ``within``: ``|value - target| <= tol``; ``below``: ``value < bound``; ``above``:
+    ``value > bound``; ``equals``: ``value == target``.
+    """
+    check_rule(rule)
+    if isinstance(value, list):
+        return bool(value) and all(holds(rule, v) for v in value)
+    op = rule["op"]
+    if op == "equals":
+        return value == rule["target"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"rule {op!r} needs a number, got {value!r}")
+    if op == "within":
+        return abs(value - rule["target"]) <= rule["tol"]
+    if op == "below":
+        return value < rule["bound"]
+    return value > rule["bound"]
+
+
+def resolve(rule: dict, entry: dict) -> dict:
+    """``rule`` with every field set to ``"recorded"`` replaced by the entry's field of that name."""
+    out = dict(rule)
+    for field, value in rule.items():
+        if value == RECORDED:
+            if field not in entry:
+                raise KeyError(f"rule {rule!r} reads {field!r} from the recorded entry, which has none")
+            out[field] = entry[field]
+    return out
+
+
+def verdict(claim: dict, entry: dict | None) -> str:
+    """The verdict a claim of the claims table earns from its recorded entry.
+
+    ``claim`` holds ``verdict`` (what the book concludes when its ``rule`` holds:
+    ``reproduced`` or ``corrected``) and ``rule``; a claim with verdict ``not attempted``
+    has no rule and no entry. A rule that fails on the recorded value gives ``not reproduced``;
+    a missing entry is a KeyError (the table would otherwise hide a page that stopped recording).
+    """
+    stated = claim.get("verdict")
+    if stated not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {stated!r}")
+    if stated == "not attempted":
+        if "rule" in claim or entry is not None:
+            raise ValueError(f"claim {claim.get('id')!r}: 'not attempted' takes no rule and no recorded value")
+        return stated
+    if entry is None:
+        raise KeyError(f"claim {claim.get('id')!r} has no recorded value")
+    ok = holds(resolve(claim["rule"], entry), entry["value"])
+    if stated == "not reproduced":  # the rule states what the source claims
+        return "reproduced" if ok else "not reproduced"
+    return stated if ok else "not reproduced"
+
+
+def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date: str,
+                 label: str | None = None, overrides: dict | None = None) -> list[Path]:
+    """Copy the results of ``pages`` (paths like ``book/experiments/depth``) from an executed
+    tree's ``results`` folder to ``dest/<label>/<page>.json`` (``label`` defaults to the profile)
+    with the profile, the parameters set on top of it, and the date."""
+    label = label or profile
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", label):
+        raise ValueError(f"label must be lower-case letters, digits, '-' or '_', got {label!r}")
+    written = []
+    for page in pages:
+        stem = Path(page).name
+        source = Path(results) / f"{stem}.json"
+        if not source.exists():
+            continue
+        data = {"profile": profile, "date": date, "page": page, "results": json.loads(source.read_text())}
+        if overrides:
+            data["overrides"] = to_json(overrides)
+        target = Path(dest) / label / f"{stem}.json"
+        write_json_atomic(target, data)
+        written.append(target)
+    return written
+
+
+def recorded(page: str, profile: str = "paper", data_dir: Path | str | None = None) -> dict | None:
+    """A recorded run of ``page`` (stem, e.g. ``"growth_rates"``): ``{profile, date, page, results}``,
+    or None if none was kept. ``data_dir`` defaults to ``../_data/recorded`` (a page's folder)."""
+    base = Path("../_data/recorded") if data_dir is None else Path(data_dir)
+    path = base / profile / f"{page}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def describe_recorded(page: str, keys: dict[str, str], live: dict[str, float] | None = None,
+                      profile: str = "paper", data_dir: Path | str | None = None, fmt: str = "{:+.2f}") -> str:
+    """Lines comparing this run's values with a recorded run's, one per key.
+
+    ``keys`` maps a result key of ``page`` to its label; ``live`` holds this run's values.
+    Without a recording, one sentence says so.
+    """
+    run = recorded(page, profile, data_dir)
+    if run is None:
+        return f"No {profile}-profile run of this page has been recorded yet (make record-paper keeps one)."
+    lines = [f"{profile} profile, run on {run['date']}:"]
+    width = max(len(label) for label in keys.values())
+    for key, label in keys.items():
+        entry = run["results"].get(key)
+        text = "not recorded" if entry is None else _format(entry, fmt)
+        mine = "" if live is None or key not in live else f"   (this run: {fmt.format(live[key])})"
+        lines.append(f"  {label:<{width}}  {text}{mine}")
+    return "\n".join(lines)
+
+
+def _format(entry: dict, fmt: str) -> str:
+    value = entry["value"]
+    text = ", ".join(fmt.format(v) for v in value) if isinstance(value, list) else fmt.format(value)
+    if "spread" in entry:
+        text += f" (seed sd {entry['spread']:.3f})"
+    return text
