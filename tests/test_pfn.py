@@ -53,3 +53,18 @@ def test_short_training_lowers_the_loss():
     first, last = res.losses[:20].mean(), res.losses[-20:].mean()
     # at initialisation the output is uniform over the buckets: loss = log(B) + mean log width
     assert last < first - 0.2, (first, last)
+
+
+def test_model_stays_float32_under_x64():
+    # a NumPy float64 scalar in the attention once promoted the whole model to float64 (2x slower)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        params = pfn.init_params(jax.random.key(0), CFG)
+        assert {str(l.dtype) for l in jax.tree_util.tree_leaves(params)} == {"float32"}
+        x, y, n = pfn.make_sampler(CFG, 2, lengthscale=0.3, outputscale=1.0, noise=0.01)(jax.random.key(1))
+        assert x.dtype == y.dtype == jnp.float32
+        logits = pfn.forward(params, CFG, x[0], y[0], 4)
+        assert logits.dtype == jnp.float32
+        assert pfn.seconds_per_step(CFG, bar.normal_borders(CFG.n_buckets, 1.0), 8, repeats=1) > 0
+    finally:
+        jax.config.update("jax_enable_x64", False)

@@ -33,7 +33,7 @@ from xfmr.validate import check_array, check_finite, check_int
 
 __all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
            "loguniform_lengthscale",
-           "make_sampler", "n_parameters"]
+           "make_sampler", "n_parameters", "seconds_per_step"]
 
 
 class PFNConfig(NamedTuple):
@@ -50,19 +50,23 @@ class PFNConfig(NamedTuple):
     n_points: int = 40
 
 
+_F32 = jnp.float32
+
+
 def _dense(key, n_in, n_out, scale=None, zero=False):
     if zero:
-        return {"w": jnp.zeros((n_in, n_out)), "b": jnp.zeros(n_out)}
+        return {"w": jnp.zeros((n_in, n_out), _F32), "b": jnp.zeros(n_out, _F32)}
     scale = 1.0 / np.sqrt(n_in) if scale is None else scale
-    return {"w": scale * jax.random.normal(key, (n_in, n_out)), "b": jnp.zeros(n_out)}
+    return {"w": (scale * jax.random.normal(key, (n_in, n_out), _F32)).astype(_F32), "b": jnp.zeros(n_out, _F32)}
 
 
 def _ln(n):
-    return {"g": jnp.ones(n), "b": jnp.zeros(n)}
+    return {"g": jnp.ones(n, _F32), "b": jnp.zeros(n, _F32)}
 
 
 def init_params(key, config: PFNConfig) -> dict:
-    """Parameters (float32 pytree); attention and MLP output projections start at zero."""
+    """Parameters (a float32 pytree, also when x64 is enabled); attention and MLP output
+    projections start at zero."""
     c = config
     for name in ("d_in", "d_model", "n_heads", "n_layers", "d_ff", "n_buckets", "max_context", "n_points"):
         check_int(getattr(c, name), f"config.{name}", minimum=1)
@@ -117,7 +121,7 @@ def forward(params, config: PFNConfig, x, y, n_ctx) -> jax.Array:
         z = _layer_norm(lp["ln1"], h)
         q, k, v = jnp.split(_apply(lp["qkv"], z), 3, axis=-1)
         q, k, v = (t.reshape(N, c.n_heads, hd) for t in (q, k, v))
-        s = jnp.einsum("ihd,jhd->hij", q, k) / np.sqrt(hd)
+        s = jnp.einsum("ihd,jhd->hij", q, k) * float(hd) ** -0.5   # a Python float: keeps float32
         s = jnp.where(allowed[None], s, -1e30)
         a = jax.nn.softmax(s, axis=-1)
         h = h + _apply(lp["out"], jnp.einsum("hij,jhd->ihd", a, v).reshape(N, c.d_model))
@@ -176,14 +180,15 @@ def sample_gp_datasets(key, batch: int, n_points: int, d: int, *, lengthscale, o
 def make_sampler(config: PFNConfig, batch: int, *, lengthscale, outputscale, noise, hyperprior=None):
     """``sample_batch(key) -> (x, y, n_ctx)`` for :func:`xfmr.train.train`: one context size per
     batch, uniform on 0..max_context. ``hyperprior(key, batch) -> (lengthscale, outputscale)``
-    (arrays of shape (batch,)) overrides the fixed values when given."""
+    (arrays of shape (batch,)) overrides the fixed values when given. The datasets are drawn in
+    the default float type (float64 under x64) and returned as float32, the model's type."""
     def sample_batch(key):
         kn, kh, kd = jax.random.split(key, 3)
         n_ctx = jax.random.randint(kn, (), 0, config.max_context + 1)
         ls, os_ = (lengthscale, outputscale) if hyperprior is None else hyperprior(kh, batch)
         x, y = sample_gp_datasets(kd, batch, config.n_points, config.d_in,
                                   lengthscale=ls, outputscale=os_, noise=noise)
-        return x, y, n_ctx
+        return x.astype(_F32), y.astype(_F32), n_ctx
     return sample_batch
 
 
@@ -221,3 +226,37 @@ def fit(config: PFNConfig, borders, sampler, key, *, n_steps: int, learning_rate
     schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, n_steps, learning_rate / 20)
     optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
     return train(loss_fn(config, borders), init_params(k_init, config), sampler, optimizer, n_steps, k_train, desc="PFN")
+
+
+def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int = 2, repeats: int = 2) -> float:
+    """Measured CPU seconds of one Adam training step of ``config`` at ``batch`` datasets.
+
+    Times ``repeats`` jitted steps (after one compiling call) at ``probe_batch`` datasets and
+    scales linearly to ``batch`` (the step's work is linear in the batch), so that a model far
+    too large to train here can be costed in seconds. Returns the estimate in CPU seconds of
+    this process (``time.process_time``).
+    """
+    import time
+
+    import optax
+
+    batch = check_int(batch, "batch", minimum=1)
+    probe_batch = check_int(probe_batch, "probe_batch", minimum=1)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    params = init_params(jax.random.key(0), config)
+    optimizer = optax.adam(1e-3)
+    sampler = make_sampler(config, probe_batch, lengthscale=0.2, outputscale=1.0, noise=0.01)
+    loss = loss_fn(config, borders)
+
+    @jax.jit
+    def step(p, s, key):
+        value, grads = jax.value_and_grad(loss)(p, sampler(key))
+        updates, s = optimizer.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, value
+
+    state = optimizer.init(params)
+    jax.block_until_ready(step(params, state, jax.random.key(1)))
+    t0 = time.process_time()
+    for r in range(repeats):
+        params, state, _ = jax.block_until_ready(step(params, state, jax.random.key(2 + r)))
+    return (time.process_time() - t0) / repeats * batch / probe_batch
