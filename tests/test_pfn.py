@@ -57,6 +57,7 @@ def test_short_training_lowers_the_loss():
 
 def test_model_stays_float32_under_x64():
     # a NumPy float64 scalar in the attention once promoted the whole model to float64 (2x slower)
+    before = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
         params = pfn.init_params(jax.random.key(0), CFG)
@@ -67,4 +68,4 @@ def test_model_stays_float32_under_x64():
         assert logits.dtype == jnp.float32
         assert pfn.seconds_per_step(CFG, bar.normal_borders(CFG.n_buckets, 1.0), 8, repeats=1) > 0
     finally:
-        jax.config.update("jax_enable_x64", False)
+        jax.config.update("jax_enable_x64", before)  # the suite runs with x64 on (conftest)
