@@ -66,3 +66,20 @@ def test_raw_tex_outside_code_is_found(tmp_path):
     assert snippets == ["left raw: $x^2$ and \\frac{1}{2}"]
     problems = check_pdf(pdf, ["Title"], min_pages=1, raw_tex=snippets)
     assert any("raw TeX outside code" in p for p in problems)
+
+
+def test_single_page_builder_gets_the_html_visitors_it_lacks():
+    from types import SimpleNamespace
+
+    from bookkit.book.singlehtml_nodes import merge_html_visitors
+
+    handlers = {"html": {"theorem_node": ("v", "d"), "exercise_node": ("h", "h")},
+                "singlehtml": {"exercise_node": ("s", "s")}}  # sphinx-exercise registers its own
+    app = SimpleNamespace(builder=SimpleNamespace(name="singlehtml"),
+                          registry=SimpleNamespace(translation_handlers=handlers))
+    merge_html_visitors(app)
+    assert handlers["singlehtml"] == {"exercise_node": ("s", "s"), "theorem_node": ("v", "d")}
+    app.builder.name = "html"
+    handlers["html"]["other"] = ("o", "o")
+    merge_html_visitors(app)  # other builders are left alone
+    assert "other" not in handlers["singlehtml"]
