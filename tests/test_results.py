@@ -156,15 +156,21 @@ def _page(path: Path, cells: str) -> None:
         "```{code-cell} ipython3\n" + cells + "\n```\n")
 
 
-def test_executor_records_then_runs_the_claims_page_last(tmp_path, monkeypatch):
-    """A two-page book whose claims page comes first in the toc: it still sees the other's result,
-    and a recorded run keeps that result with its date."""
+def _recording_book(tmp_path, monkeypatch, toc_body: str) -> None:
+    """A tiny book in ``tmp_path``: the toc ``toc_body``, one page ``part/page`` recording
+    ``page.n = 1.5 n`` (ci sets n = 3), executed with this checkout's ``lib`` importable."""
     monkeypatch.delenv(results.ENV_VAR, raising=False)
     monkeypatch.setenv("PYTHONPATH", f"{ROOT / 'lib'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/about/claims\nchapters:\n  - file: book/part/page\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n" + toc_body)
     (tmp_path / "book").mkdir()
     (tmp_path / "book" / "profiles.yml").write_text("part/page:\n  ci: {n: 3}\n")
     _page(tmp_path / "book" / "part" / "page.md", "from bookkit.results import record\nrecord('page.n', n * 1.5)")
+
+
+def test_executor_records_then_runs_the_claims_page_last(tmp_path, monkeypatch):
+    """A two-page book whose claims page comes first in the toc: it still sees the other's result,
+    and a recorded run keeps that result with its date."""
+    _recording_book(tmp_path, monkeypatch, "root: book/about/claims\nchapters:\n  - file: book/part/page\n")
     _page(tmp_path / "book" / "about" / "claims.md",
           "from bookkit.results import load_results\nassert load_results('../../results') == "
           "{'page.n': {'value': 4.5}}, load_results('../../results')")
@@ -199,12 +205,7 @@ def test_claims_table_is_well_formed():
 
 def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
     """`make record-khop`: one page, parameters set on top of a profile, kept under its own label."""
-    monkeypatch.delenv(results.ENV_VAR, raising=False)
-    monkeypatch.setenv("PYTHONPATH", f"{ROOT / 'lib'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/part/page\n")
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "profiles.yml").write_text("part/page:\n  ci: {n: 3}\n")
-    _page(tmp_path / "book" / "part" / "page.md", "from bookkit.results import record\nrecord('page.n', n * 1.5)")
+    _recording_book(tmp_path, monkeypatch, "root: book/part/page\n")
     assert execute.parse_overrides(["n=[5, 6]"]) == {"n": [5, 6]}
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         execute.parse_overrides(["n"])
