@@ -37,7 +37,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
 
-.PHONY: help setup execute html book test unit nbval browser bench record-paper record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
+.PHONY: help setup execute html book test unit nbval browser site-checked bench record-paper record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -91,10 +91,19 @@ nbval: setup
 browser: setup
 	$(PY) -m bookkit.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
 
+# After the ci pages are executed, nbval (two kernels) runs beside the site build and browser
+# check (one process each, single-threaded): both cores stay busy; each step's output is
+# printed whole when it ends (--output-sync).
 test: PROFILE := ci
 test: setup
 	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory execute html nbval browser PROFILE=ci
+	$(MAKE) --no-print-directory execute PROFILE=ci
+	$(MAKE) --no-print-directory -j2 --output-sync=target nbval site-checked PROFILE=ci
+
+# The site built from the executed pages, then checked in the browser (in this order).
+site-checked:
+	$(MAKE) --no-print-directory html
+	$(MAKE) --no-print-directory browser
 
 # Part I's experiment pages at the paper's sizes (about 1.5 h), runtimes kept for the
 # execution page in book/_data/paper_part1.json, and each page's recorded results (with the
