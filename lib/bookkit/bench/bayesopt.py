@@ -89,7 +89,7 @@ def bench_bayesopt_step() -> list[dict]:
 
     @jax.jit
     def pfn_step(params):
-        logits = pfn.forward(params, cfg, x_all, y_all, n)[n:]
+        logits = pfn.forward(params, cfg, x_all, y_all, n, n_keys=n)[n:]
         return jnp.argmax(bar.expected_improvement(logits, borders, jnp.max(y_all[:n])))
 
     t_gp = _best(lambda: gp_step(jax.random.key(2)))
