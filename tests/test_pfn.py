@@ -119,3 +119,15 @@ def test_forward_matches_a_per_token_loop():
     for n_keys in (None, 3, 5):
         out = np.asarray(pfn.forward(params, CFG, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32), n_ctx, n_keys=n_keys))
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+def test_fit_with_hyperprior_is_fit_on_the_hyperprior_sampler():
+    hp = pfn.loguniform_lengthscale(0.1, 0.5)
+    kw = dict(n_steps=3, learning_rate=1e-3, warmup_steps=1)
+    borders, res, cpu = pfn.fit_with_hyperprior(CFG, hp, jax.random.key(7), noise=0.01, batch_size=4, **kw)
+    ref_borders = bar.normal_borders(CFG.n_buckets, 1.01**0.5)
+    sampler = pfn.make_sampler(CFG, 4, lengthscale=None, outputscale=None, noise=0.01, hyperprior=hp)
+    ref = pfn.fit(CFG, ref_borders, sampler, jax.random.key(7), **kw)
+    np.testing.assert_array_equal(np.asarray(borders), np.asarray(ref_borders))
+    np.testing.assert_array_equal(np.asarray(res.losses), np.asarray(ref.losses))
+    assert cpu > 0

@@ -32,7 +32,7 @@ from xfmr import bar
 from xfmr.validate import check_array, check_finite, check_int
 
 __all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
-           "loguniform_lengthscale",
+           "loguniform_lengthscale", "fit_with_hyperprior",
            "make_sampler", "n_parameters", "seconds_per_step"]
 
 
@@ -241,6 +241,24 @@ def fit(config: PFNConfig, borders, sampler, key, *, n_steps: int, learning_rate
     schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, n_steps, learning_rate / 20)
     optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
     return train(loss_fn(config, borders), init_params(k_init, config), sampler, optimizer, n_steps, k_train, desc="PFN")
+
+
+def fit_with_hyperprior(config: PFNConfig, hyperprior, key, *, noise: float, batch_size: int, n_steps: int,
+                        learning_rate: float, warmup_steps: int):
+    """Train a PFN on GP datasets whose (lengthscale, outputscale) come from ``hyperprior``
+    (e.g. :func:`loguniform_lengthscale`, outputscale 1) with noise variance ``noise``.
+
+    The buckets are :func:`xfmr.bar.normal_borders` for N(0, 1 + noise) (the prior's marginal of
+    y at outputscale 1); training is :func:`fit`. Returns ``(borders, TrainResult, cpu_seconds)``,
+    the last the CPU time of this process spent in training (compilation included).
+    """
+    import time
+
+    borders = bar.normal_borders(config.n_buckets, (1.0 + noise) ** 0.5)
+    sampler = make_sampler(config, batch_size, lengthscale=None, outputscale=None, noise=noise, hyperprior=hyperprior)
+    t0 = time.process_time()
+    result = fit(config, borders, sampler, key, n_steps=n_steps, learning_rate=learning_rate, warmup_steps=warmup_steps)
+    return borders, result, time.process_time() - t0
 
 
 def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int = 2, repeats: int = 2) -> float:
