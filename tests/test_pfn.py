@@ -69,3 +69,65 @@ def test_model_stays_float32_under_x64():
         assert pfn.seconds_per_step(CFG, bar.normal_borders(CFG.n_buckets, 1.0), 8, repeats=1) > 0
     finally:
         jax.config.update("jax_enable_x64", before)  # the suite runs with x64 on (conftest)
+
+
+@pytest.mark.parametrize("n_keys", [8, 10, 12])
+def test_forward_with_a_key_bound_equals_the_full_masked_attention(n_keys):
+    # n_keys: (N, n_keys + 1) scores per layer instead of (N, N); same outputs to float32 rounding,
+    # for every context size n_ctx <= n_keys (padded context rows included)
+    params = random_params()
+    k = jax.random.split(jax.random.key(4), 2)
+    x, y = jax.random.uniform(k[0], (CFG.n_points, 1)), jax.random.normal(k[1], (CFG.n_points,))
+    full = jax.jit(lambda n: pfn.forward(params, CFG, x, y, n))
+    bounded = jax.jit(lambda n: pfn.forward(params, CFG, x, y, n, n_keys=n_keys))
+    for n_ctx in range(n_keys + 1):
+        a, b = full(n_ctx), bounded(n_ctx)
+        scale = float(jnp.max(jnp.abs(a)))
+        assert float(jnp.max(jnp.abs(a - b))) <= 1e-5 * scale, (n_ctx, float(jnp.max(jnp.abs(a - b))), scale)
+
+
+def test_forward_matches_a_per_token_loop():
+    # brute force: each token's attention written as a loop over its allowed keys
+    params = random_params()
+    c = CFG
+    k = jax.random.split(jax.random.key(5), 2)
+    x, y = np.asarray(jax.random.uniform(k[0], (7, 1))), np.asarray(jax.random.normal(k[1], (7,)))
+    n_ctx, hd = 3, c.d_model // c.n_heads
+    P = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
+
+    def ln(p, h):
+        return (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5) * p["g"] + p["b"]
+
+    def gelu(u):
+        return 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u**3)))
+
+    h = x @ P["x_enc"]["w"] + P["x_enc"]["b"] + (np.arange(7) < n_ctx)[:, None] * (y[:, None] @ P["y_enc"]["w"] + P["y_enc"]["b"])
+    for lp in P["layers"]:
+        qkv = ln(lp["ln1"], h) @ lp["qkv"]["w"] + lp["qkv"]["b"]
+        q, kk, v = np.split(qkv, 3, axis=-1)
+        o = np.zeros_like(h)
+        for i in range(7):
+            keys = [j for j in range(7) if j < n_ctx or j == i]
+            for hh in range(c.n_heads):
+                sl = slice(hh * hd, (hh + 1) * hd)
+                s = np.array([q[i, sl] @ kk[j, sl] for j in keys]) / np.sqrt(hd)
+                w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                o[i, sl] = sum(wj * v[j, sl] for wj, j in zip(w, keys))
+        h = h + o @ lp["out"]["w"] + lp["out"]["b"]
+        h = h + gelu(ln(lp["ln2"], h) @ lp["ff1"]["w"] + lp["ff1"]["b"]) @ lp["ff2"]["w"] + lp["ff2"]["b"]
+    ref = gelu(ln(P["ln_f"], h) @ P["dec1"]["w"] + P["dec1"]["b"]) @ P["dec2"]["w"] + P["dec2"]["b"]
+    for n_keys in (None, 3, 5):
+        out = np.asarray(pfn.forward(params, CFG, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32), n_ctx, n_keys=n_keys))
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+def test_fit_with_hyperprior_is_fit_on_the_hyperprior_sampler():
+    hp = pfn.loguniform_lengthscale(0.1, 0.5)
+    kw = dict(n_steps=3, learning_rate=1e-3, warmup_steps=1)
+    borders, res, cpu = pfn.fit_with_hyperprior(CFG, hp, jax.random.key(7), noise=0.01, batch_size=4, **kw)
+    ref_borders = bar.normal_borders(CFG.n_buckets, 1.01**0.5)
+    sampler = pfn.make_sampler(CFG, 4, lengthscale=None, outputscale=None, noise=0.01, hyperprior=hp)
+    ref = pfn.fit(CFG, ref_borders, sampler, jax.random.key(7), **kw)
+    np.testing.assert_array_equal(np.asarray(borders), np.asarray(ref_borders))
+    np.testing.assert_array_equal(np.asarray(res.losses), np.asarray(ref.losses))
+    assert cpu > 0

@@ -71,7 +71,7 @@ def pfn_ei_policy(params, config, borders, *, standardize: bool = False):
         n = jnp.sum(mask).astype(jnp.int32)
         x_all = jnp.concatenate([X, C]).astype(jnp.float32)
         y_all = jnp.concatenate([z, jnp.zeros(C.shape[0], z.dtype)]).astype(jnp.float32)
-        logits = pfn.forward(params, config, x_all, y_all, n)[X.shape[0]:]
+        logits = pfn.forward(params, config, x_all, y_all, n, n_keys=X.shape[0])[X.shape[0]:]
         best = jnp.max(jnp.where(mask > 0, z, -jnp.inf)).astype(jnp.float32)
         return bar.expected_improvement(logits, borders, best), state
     return policy, None

@@ -32,7 +32,7 @@ from xfmr import bar
 from xfmr.validate import check_array, check_finite, check_int
 
 __all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
-           "loguniform_lengthscale",
+           "loguniform_lengthscale", "fit_with_hyperprior",
            "make_sampler", "n_parameters", "seconds_per_step"]
 
 
@@ -103,28 +103,42 @@ def _apply(p, h):
     return h @ p["w"] + p["b"]
 
 
-def forward(params, config: PFNConfig, x, y, n_ctx) -> jax.Array:
+def forward(params, config: PFNConfig, x, y, n_ctx, n_keys: int | None = None) -> jax.Array:
     """Bucket logits (N, B) for every point of one dataset x (N, d), y (N,).
 
     Points 0..n_ctx-1 are the context (their y is read); points n_ctx..N-1 are queries (their y
     is ignored). Rows of the output at context points are not predictions. ``n_ctx`` may be
     traced. Traceable; no argument checks (see :func:`predict`).
+
+    ``n_keys`` (static, optional): a bound n_ctx <= n_keys known at trace time. Then only the
+    first n_keys tokens can be attended to (besides each token itself), and each layer computes
+    an (N, n_keys + 1) score matrix instead of (N, N): the same outputs up to float32 rounding
+    (the dropped entries have weight exp(-1e30) = 0), O(N n_keys) instead of O(N^2) attention
+    work. ``None``: the full (N, N) masked attention.
     """
     c = config
     N = x.shape[0]
     idx = jnp.arange(N)
     is_ctx = (idx < n_ctx).astype(x.dtype)
     h = _apply(params["x_enc"], x) + is_ctx[:, None] * _apply(params["y_enc"], y[:, None])
-    allowed = (idx[None, :] < n_ctx) | (idx[:, None] == idx[None, :])
+    S = N if n_keys is None else min(int(n_keys), N)
+    # token i may attend to key j < S iff j < n_ctx or j == i; a token i >= S also to itself
+    allowed = (idx[None, :S] < n_ctx) | (idx[:, None] == idx[None, :S])
+    split = S < N
     hd = c.d_model // c.n_heads
     for lp in params["layers"]:
         z = _layer_norm(lp["ln1"], h)
         q, k, v = jnp.split(_apply(lp["qkv"], z), 3, axis=-1)
         q, k, v = (t.reshape(N, c.n_heads, hd) for t in (q, k, v))
-        s = jnp.einsum("ihd,jhd->hij", q, k) * float(hd) ** -0.5   # a Python float: keeps float32
-        s = jnp.where(allowed[None], s, -1e30)
-        a = jax.nn.softmax(s, axis=-1)
-        h = h + _apply(lp["out"], jnp.einsum("hij,jhd->ihd", a, v).reshape(N, c.d_model))
+        scale = float(hd) ** -0.5   # a Python float: keeps float32
+        s = jnp.where(allowed[None], jnp.einsum("ihd,jhd->hij", q, k if S == N else k[:S]) * scale, -1e30)
+        if split:   # one more column: each token's score with itself, kept for tokens i >= S
+            s_self = jnp.where(idx >= S, jnp.einsum("ihd,ihd->hi", q, k) * scale, -1e30)
+            a = jax.nn.softmax(jnp.concatenate([s, s_self[..., None]], axis=-1), axis=-1)
+            o = jnp.einsum("hij,jhd->ihd", a[..., :S], v[:S]) + jnp.transpose(a[..., S])[..., None] * v
+        else:
+            o = jnp.einsum("hij,jhd->ihd", jax.nn.softmax(s, axis=-1), v)
+        h = h + _apply(lp["out"], o.reshape(N, c.d_model))
         z = _layer_norm(lp["ln2"], h)
         h = h + _apply(lp["ff2"], jax.nn.gelu(_apply(lp["ff1"], z)))
     z = _layer_norm(params["ln_f"], h)
@@ -154,10 +168,11 @@ def predict(params, config: PFNConfig, x_ctx, y_ctx, x_query) -> jax.Array:
 def _predict(params, config, x_ctx, y_ctx, x_query):
     x = jnp.concatenate([x_ctx, x_query])
     y = jnp.concatenate([y_ctx, jnp.zeros(x_query.shape[0], y_ctx.dtype)])
-    return _forward_jit(params, config, x, y, x_ctx.shape[0])[x_ctx.shape[0]:]
+    n = x_ctx.shape[0]
+    return _forward_jit(params, config, x, y, n, n)[n:]
 
 
-_forward_jit = jax.jit(forward, static_argnums=(1, 4))
+_forward_jit = jax.jit(forward, static_argnums=(1, 4, 5))
 
 
 def sample_gp_datasets(key, batch: int, n_points: int, d: int, *, lengthscale, outputscale, noise):
@@ -226,6 +241,24 @@ def fit(config: PFNConfig, borders, sampler, key, *, n_steps: int, learning_rate
     schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, n_steps, learning_rate / 20)
     optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
     return train(loss_fn(config, borders), init_params(k_init, config), sampler, optimizer, n_steps, k_train, desc="PFN")
+
+
+def fit_with_hyperprior(config: PFNConfig, hyperprior, key, *, noise: float, batch_size: int, n_steps: int,
+                        learning_rate: float, warmup_steps: int):
+    """Train a PFN on GP datasets whose (lengthscale, outputscale) come from ``hyperprior``
+    (e.g. :func:`loguniform_lengthscale`, outputscale 1) with noise variance ``noise``.
+
+    The buckets are :func:`xfmr.bar.normal_borders` for N(0, 1 + noise) (the prior's marginal of
+    y at outputscale 1); training is :func:`fit`. Returns ``(borders, TrainResult, cpu_seconds)``,
+    the last the CPU time of this process spent in training (compilation included).
+    """
+    import time
+
+    borders = bar.normal_borders(config.n_buckets, (1.0 + noise) ** 0.5)
+    sampler = make_sampler(config, batch_size, lengthscale=None, outputscale=None, noise=noise, hyperprior=hyperprior)
+    t0 = time.process_time()
+    result = fit(config, borders, sampler, key, n_steps=n_steps, learning_rate=learning_rate, warmup_steps=warmup_steps)
+    return borders, result, time.process_time() - t0
 
 
 def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int = 2, repeats: int = 2) -> float:
