@@ -22,6 +22,7 @@ eps ~ N(0, sigma^2); ``lengthscale``/``outputscale`` may be one per dataset (a h
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import jax
@@ -252,8 +253,6 @@ def fit_with_hyperprior(config: PFNConfig, hyperprior, key, *, noise: float, bat
     y at outputscale 1); training is :func:`fit`. Returns ``(borders, TrainResult, cpu_seconds)``,
     the last the CPU time of this process spent in training (compilation included).
     """
-    import time
-
     borders = bar.normal_borders(config.n_buckets, (1.0 + noise) ** 0.5)
     sampler = make_sampler(config, batch_size, lengthscale=None, outputscale=None, noise=noise, hyperprior=hyperprior)
     t0 = time.process_time()
@@ -269,8 +268,6 @@ def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int
     too large to train here can be costed in seconds. Returns the estimate in CPU seconds of
     this process (``time.process_time``).
     """
-    import time
-
     import optax
 
     batch = check_int(batch, "batch", minimum=1)
