@@ -44,7 +44,6 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 from jax.scipy.stats import norm
-from threadpoolctl import threadpool_limits
 
 from xfmr.gp import rbf_kernel
 from xfmr.validate import check_array, check_choice, check_finite, check_int, check_real, check_shape
@@ -587,13 +586,8 @@ def run(method: str, problem: Problem, keys, *, horizon: int, episodes: int, f=N
     if not bool(jnp.all(jnp.isfinite(feasible[starts]))):
         raise ValueError(f"no feasible path of {horizon} moves from the start meets the end constraint")
     starts = jnp.asarray(starts, jnp.int32)
-    # XLA's CPU triangular solves (one per seed and step) call OpenBLAS, whose second thread only
-    # adds synchronisation at these sizes: 4x the CPU time for bitwise the same result, measured
-    # with the Makefile's two threads. The run holds BLAS to one thread (and waits for its result
-    # inside the limit: dispatch is asynchronous).
-    with threadpool_limits(limits=1, user_api="blas"):
-        return jax.block_until_ready(_run_batch(jnp.asarray(compiled_with.index(method)), problem, keys, f_given,
-                                                starts, horizon, episodes, lookahead, f is None, compiled_with))
+    return _run_batch(jnp.asarray(compiled_with.index(method)), problem, keys, f_given, starts, horizon, episodes,
+                      lookahead, f is None, compiled_with)
 
 
 # one compiled program per problem shape serves every method of `compiled_with` (a traced index)
