@@ -132,7 +132,7 @@ def forward(params, config: PFNConfig, x, y, n_ctx, n_keys: int | None = None) -
         q, k, v = jnp.split(_apply(lp["qkv"], z), 3, axis=-1)
         q, k, v = (t.reshape(N, c.n_heads, hd) for t in (q, k, v))
         scale = float(hd) ** -0.5   # a Python float: keeps float32
-        s = jnp.where(allowed[None], jnp.einsum("ihd,jhd->hij", q, k if S == N else k[:S]) * scale, -1e30)
+        s = jnp.where(allowed[None], jnp.einsum("ihd,jhd->hij", q, k[:S]) * scale, -1e30)
         if split:   # one more column: each token's score with itself, kept for tokens i >= S
             s_self = jnp.where(idx >= S, jnp.einsum("ihd,ihd->hi", q, k) * scale, -1e30)
             a = jax.nn.softmax(jnp.concatenate([s, s_self[..., None]], axis=-1), axis=-1)
