@@ -56,7 +56,8 @@ def test_metrics_match_causaldisco_on_identical_data(seed, family, kind):
 
 
 def test_batch_equals_single_graph_calls():
-    pairs = [instance(s, "ER-2") for s in range(4)]
+    # more graphs than one CEV chunk, and not a multiple of it: every chunk path runs
+    pairs = [instance(s, "ER-2") for s in range(sortability.CEV_CHUNK + 3)]
     Xs, Ws = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
     for score, fn in (("var", sortability.var_sortability), ("r2", sortability.r2_sortability),
                       ("cev", sortability.cev_sortability)):
