@@ -71,6 +71,22 @@ def test_every_notebook_page_has_a_parameters_cell():
             assert "sys.path" not in source.read_text(), page
 
 
+def test_papermill_parses_every_parameters_cell(caplog):
+    """papermill injects a profile's values by reading the parameters cell line by line; a line
+    it cannot parse is logged ("Unable to parse line") and its name is not known to papermill."""
+    import jupytext
+    from papermill.translators import PythonTranslator
+
+    for page in toc.toc_pages(ROOT / "_toc.yml"):
+        source = toc.page_source(ROOT, page)
+        if execute.is_notebook(source):
+            cell = execute.parameters_cell(jupytext.read(source))
+            caplog.clear()
+            found = {p.name for p in PythonTranslator.inspect(cell)}
+            assert "Unable to parse" not in caplog.text, (page, caplog.text)
+            assert found == toc.parameter_names(cell.source), (page, toc.parameter_names(cell.source) ^ found)
+
+
 def test_parameter_names():
     assert toc.parameter_names("a = 1\nb: int = 2\n  c = 3\n# d = 4\ne=[1,\n 2]") == {"a", "b", "e"}
 
