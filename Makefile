@@ -28,6 +28,11 @@ export JAX_PLATFORMS := cpu
 export OMP_NUM_THREADS := 2
 export OPENBLAS_NUM_THREADS := 2
 export MKL_NUM_THREADS := 2
+# An idle OpenBLAS thread spins for up to 2^28 cycles before it sleeps (its default). Two
+# kernels at a time, each with XLA's threads and OpenBLAS's second thread, then fight for the two
+# cores: Part V's ci pages took 76 s instead of 5-8 s. Spinning for 2^4 cycles ends that; the
+# thread count, and so the split of the work and every result, stays the same.
+export OPENBLAS_THREAD_TIMEOUT := 4
 export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
