@@ -131,3 +131,11 @@ def test_fit_with_hyperprior_is_fit_on_the_hyperprior_sampler():
     np.testing.assert_array_equal(np.asarray(borders), np.asarray(ref_borders))
     np.testing.assert_array_equal(np.asarray(res.losses), np.asarray(ref.losses))
     assert cpu > 0
+
+
+def test_paper_config_is_the_pfn_papers_model():
+    c = pfn.paper_config(max_context=20, n_points=30)
+    assert (c.d_model, c.n_heads, c.n_layers, c.d_ff, c.n_buckets) == (512, 4, 6, 1024, 1000)
+    assert (c.max_context, c.n_points) == (20, 30)
+    with pytest.raises(ValueError, match="n_layers"):
+        pfn.paper_config(0)

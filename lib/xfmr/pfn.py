@@ -34,7 +34,7 @@ from xfmr.validate import check_array, check_finite, check_int
 
 __all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
            "loguniform_lengthscale", "fit_with_hyperprior",
-           "make_sampler", "n_parameters", "seconds_per_step"]
+           "make_sampler", "n_parameters", "seconds_per_step", "paper_config", "paper_seconds_per_step"]
 
 
 class PFNConfig(NamedTuple):
@@ -290,3 +290,17 @@ def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int
     for r in range(repeats):
         params, state, _ = jax.block_until_ready(step(params, state, jax.random.key(2 + r)))
     return (time.process_time() - t0) / repeats * batch / probe_batch
+
+
+def paper_config(n_layers: int = 6, *, max_context: int = 30, n_points: int = 40) -> PFNConfig:
+    """The PFN paper's model (Mueller et al. 2022): width 512, 4 heads, feed-forward 1024, 1000
+    buckets, ``n_layers`` layers (6 in the paper), on this book's 1-D datasets."""
+    return PFNConfig(d_in=1, d_model=512, n_heads=4, n_layers=check_int(n_layers, "n_layers", minimum=1),
+                     d_ff=1024, n_buckets=1000, max_context=max_context, n_points=n_points)
+
+
+def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, batch: int, scale: float) -> float:
+    """:func:`seconds_per_step` of :func:`paper_config` at ``batch`` datasets, probed at one dataset
+    with one timed step; ``scale`` is the target scale of the equal-mass buckets."""
+    config = paper_config(n_layers, max_context=max_context, n_points=n_points)
+    return seconds_per_step(config, bar.normal_borders(config.n_buckets, scale), batch, probe_batch=1, repeats=1)
