@@ -289,10 +289,10 @@ def update(post: Posterior, phi, y, noise_sd) -> Posterior:
 def _solve_factor(post: Posterior, Phi):
     L = jnp.linalg.cholesky(post.precision)
     A = jsl.solve_triangular(L, Phi.T, lower=True)  # (m, S), A^T A = Phi V^-1 Phi^T
-    # The two solves below are independent; batched (under vmap) and run at once on XLA's two
-    # CPU threads, jaxlib's batched LAPACK kernels deadlock its thread pool (each waits for work
-    # queued behind the other). The barrier makes the second wait for the first; the values are
-    # those of the unordered computation.
+    # The solve above and cho_solve's below are independent; batched (under vmap) and run at once
+    # on XLA's two CPU threads, jaxlib's batched LAPACK kernels deadlock its thread pool (each
+    # waits for work queued behind the other). The barrier makes cho_solve wait for A; the values
+    # are those of the unordered computation.
     A, L = jax.lax.optimization_barrier((A, L))
     mean = Phi @ jsl.cho_solve((L, True), post.shift)
     return mean, A, L
