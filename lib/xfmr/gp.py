@@ -153,8 +153,12 @@ def masked_posterior(X, y, mask, X_star, *, lengthscale, outputscale, noise):
     """
     L, y0, m = _masked_factor(X, y, mask, lengthscale, outputscale, noise)
     k_star = outputscale * jnp.exp(-_sqdist(X, X_star) / (2.0 * lengthscale**2)) * m[:, None]
-    mean = k_star.T @ jsl.cho_solve((L, True), y0)
     v = jsl.solve_triangular(L, k_star, lower=True)
+    # As in tcbo._solve_factor: the solve above and cho_solve's below are independent, and two
+    # batched LAPACK solves run at once (under vmap) can deadlock jaxlib's two-thread pool. The
+    # barrier orders them; the values are those of the unordered computation.
+    v, L = jax.lax.optimization_barrier((v, L))
+    mean = k_star.T @ jsl.cho_solve((L, True), y0)
     return mean, jnp.maximum(outputscale - jnp.sum(v**2, axis=0), 0.0)
 
 
