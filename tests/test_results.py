@@ -217,3 +217,10 @@ def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
     assert results.recorded("page", "big", tmp_path / "rec")["results"]["n"]["value"] == 7.5
     with pytest.raises(ValueError, match="label"):
         results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "ci", ["book/part/page"], "d", label="Big!")
+
+
+def test_page_kernels_use_unix_sockets_that_cannot_collide():
+    # Over TCP two kernels started at once can pick the same free port and one dies at start.
+    a, b = execute.IPCKernelManager(), execute.IPCKernelManager()
+    assert a.transport == b.transport == "ipc"
+    assert a.ip != b.ip and os.path.isabs(a.ip)

@@ -30,7 +30,9 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,6 +40,8 @@ import jupytext
 import nbformat
 import papermill
 import yaml
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
 
 from bookkit import results
 from bookkit.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
@@ -50,6 +54,25 @@ LAST_PAGES = (CLAIMS_PAGE, STATS_PAGE)
 # silently drop every figure).
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 STATS_FILE = "stats.json"
+
+
+class IPCKernelManager(AsyncKernelManager):
+    """A kernel reached over Unix sockets instead of TCP ports.
+
+    Over TCP each kernel picks five free ports when it starts, and two kernels started at once
+    can pick the same one (the kernel then dies with ZMQError 'Address already in use' and the
+    page fails after the 60 s start timeout: seen with two pages started together). Here the
+    sockets are files ``<tmp>/bookkit-kernel-<uuid>-<n>``, which cannot collide and which the
+    manager removes when the kernel shuts down.
+    """
+
+    @default("transport")
+    def _default_transport(self) -> str:
+        return "ipc"
+
+    @default("ip")
+    def _default_ip(self) -> str:
+        return os.path.join(tempfile.gettempdir(), f"bookkit-kernel-{uuid.uuid4().hex}")
 
 
 def find_root(start: Path) -> Path:
@@ -101,6 +124,7 @@ def execute_page(root: Path, page: str, out: Path, profile: str, overrides: dict
         str(target),
         parameters=params,
         kernel_name="python3",
+        kernel_manager_class=IPCKernelManager,
         cwd=str(target.parent),
         progress_bar=False,
         request_save_on_cell_execute=False,
