@@ -41,14 +41,6 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # instead of compiled again (keyed by its program and the compiler version: same results).
 export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
-# The ci profile's sizes are so small that compiling takes most of its time (Part IV's pages: 105 s
-# of which most is XLA's optimisation passes). ci compiles with XLA's backend optimisation off:
-# the same programs and assertions, results that differ from an optimised build by float
-# rounding only, both in `execute` and in nbval's re-execution (the flag is part of the
-# persistent cache's key, so a ci build is never loaded by the default or paper profile).
-ifeq ($(PROFILE),ci)
-export XLA_FLAGS := --xla_backend_optimization_level=0
-endif
 
 .PHONY: help setup execute html book test unit nbval browser site-checked bench record-paper record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
 
