@@ -126,6 +126,16 @@ def test_verdict_follows_the_value():
         results.verdict({"id": "p.k", "verdict": "maybe"}, {"value": 1})
 
 
+def test_record_seeds_keeps_the_mean_and_the_spread_over_seeds(tmp_path):
+    results.record_seeds("page.gap", [1.0, 2.0, 3.0], tmp_path)
+    results.record_seeds("page.lr", 0.03, tmp_path, bound=1)
+    data = json.loads((tmp_path / "page.json").read_text())
+    assert data == {"gap": {"value": 2.0, "spread": 1.0}, "lr": {"value": 0.03, "bound": 1}}
+    for bad in ([1.0], [[1.0, 2.0]]):
+        with pytest.raises(ValueError, match="one value per seed"):
+            results.record_seeds("page.bad", bad, tmp_path)
+
+
 def test_recorded_runs(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "depth.json").write_text('{"worst": {"value": 0.12, "spread": 0.03}}')
@@ -224,3 +234,26 @@ def test_page_kernels_use_unix_sockets_that_cannot_collide():
     a, b = execute.IPCKernelManager(), execute.IPCKernelManager()
     assert a.transport == b.transport == "ipc"
     assert a.ip != b.ip and os.path.isabs(a.ip)
+
+
+def test_recorded_figures_are_kept_in_page_order_and_shown(tmp_path, capsys):
+    import base64
+
+    png = [b"\x89PNG first", b"\x89PNG second"]
+    cells = [{"cell_type": "markdown", "source": "x"},
+             {"cell_type": "code", "outputs": [{"output_type": "stream", "text": "t"},
+                                               {"output_type": "display_data", "data": {"image/png": base64.b64encode(png[0]).decode()}}]},
+             {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {"image/png": base64.b64encode(png[1]).decode()}}]}]
+    (tmp_path / "out" / "book" / "part").mkdir(parents=True)
+    (tmp_path / "out" / "book" / "part" / "page.ipynb").write_text(json.dumps({"cells": cells}))
+    (tmp_path / "out" / "results").mkdir()
+    (tmp_path / "out" / "results" / "page.json").write_text('{"n": {"value": 1}}')
+    results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "paper", ["book/part/page"], "2026-12-03",
+                         notebooks=tmp_path / "out")
+    run = results.recorded("page", "paper", tmp_path / "rec")
+    assert run["figures"] == ["figures/page-1.png", "figures/page-2.png"]
+    assert [(tmp_path / "rec" / "paper" / f).read_bytes() for f in run["figures"]] == png
+    results.show_recorded_figures("page", "paper", tmp_path / "rec")
+    assert "paper profile, run on 2026-12-03: figure 2 of 2 of this page" in capsys.readouterr().out
+    results.show_recorded_figures("other", "paper", tmp_path / "rec")
+    assert "No figures" in capsys.readouterr().out

@@ -129,6 +129,19 @@ def record(claim: str, value: Any, directory: Path | None = None, **extra: Any) 
     write_json_atomic(path, data)
 
 
+def record_seeds(claim: str, values: Any, directory: Path | None = None, **extra: Any) -> None:
+    """Record per-seed ``values`` (1-D, at least two seeds) as their mean, with the standard
+    deviation over seeds (ddof 1) as ``spread``; a scalar is recorded as it is."""
+    import numpy as np
+
+    v = np.asarray(to_json(values), dtype=float)
+    if v.ndim == 0:
+        return record(claim, float(v), directory, **extra)
+    if v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values must be a scalar or one value per seed (1-D, >= 2 seeds), got shape {v.shape}")
+    return record(claim, float(v.mean()), directory, spread=float(v.std(ddof=1)), **extra)
+
+
 def load_results(directory: Path) -> dict[str, dict]:
     """Every recorded result under ``directory``: ``{"<page>.<key>": {"value": ..., ...}}``."""
     out = {}
@@ -204,11 +217,33 @@ def verdict(claim: dict, entry: dict | None) -> str:
     return stated if ok else "not reproduced"
 
 
+def keep_figures(notebook: Path, dest: Path) -> list[str]:
+    """Write the PNG figures of an executed notebook, in page order, to
+    ``dest/figures/<stem>-<k>.png`` (k = 1, 2, ...); return those paths relative to ``dest``."""
+    import base64
+
+    notebook = Path(notebook)
+    cells = json.loads(notebook.read_text())["cells"]
+    pngs = [output["data"]["image/png"] for cell in cells if cell["cell_type"] == "code"
+            for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+    names = []
+    for k, png in enumerate(pngs, start=1):
+        name = f"figures/{notebook.stem}-{k}.png"
+        target = Path(dest) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(base64.b64decode("".join(png) if isinstance(png, list) else png))
+        names.append(name)
+    return names
+
+
 def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date: str,
-                 label: str | None = None, overrides: dict | None = None) -> list[Path]:
+                 label: str | None = None, overrides: dict | None = None,
+                 notebooks: Path | None = None) -> list[Path]:
     """Copy the results of ``pages`` (paths like ``book/experiments/depth``) from an executed
     tree's ``results`` folder to ``dest/<label>/<page>.json`` (``label`` defaults to the profile)
-    with the profile, the parameters set on top of it, and the date."""
+    with the profile, the parameters set on top of it, and the date. With ``notebooks`` (the
+    executed tree's root), the page's figures are kept too (:func:`keep_figures`), listed under
+    ``"figures"``."""
     label = label or profile
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", label):
         raise ValueError(f"label must be lower-case letters, digits, '-' or '_', got {label!r}")
@@ -221,6 +256,9 @@ def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date
         data = {"profile": profile, "date": date, "page": page, "results": json.loads(source.read_text())}
         if overrides:
             data["overrides"] = to_json(overrides)
+        executed = None if notebooks is None else Path(notebooks) / f"{page}.ipynb"
+        if executed is not None and executed.exists():
+            data["figures"] = keep_figures(executed, Path(dest) / label)
         target = Path(dest) / label / f"{stem}.json"
         write_json_atomic(target, data)
         written.append(target)
@@ -235,16 +273,32 @@ def recorded(page: str, profile: str = "paper", data_dir: Path | str | None = No
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def show_recorded_figures(page: str, profile: str = "paper", data_dir: Path | str | None = None) -> None:
+    """Display the figures kept from a recorded run of ``page`` (see :func:`keep_figures`),
+    each under a line with the run's date; one sentence when none were kept."""
+    run = recorded(page, profile, data_dir)
+    if run is None or not run.get("figures"):
+        print(f"No figures of a {profile}-profile run of this page have been kept yet.")
+        return
+    from IPython.display import Image, display
+
+    base = (Path("../_data/recorded") if data_dir is None else Path(data_dir)) / profile
+    for k, name in enumerate(run["figures"], start=1):
+        print(f"{profile} profile, run on {run['date']}: figure {k} of {len(run['figures'])} of this page")
+        display(Image(filename=str(base / name)))
+
+
 def describe_recorded(page: str, keys: dict[str, str], live: dict[str, float] | None = None,
-                      profile: str = "paper", data_dir: Path | str | None = None, fmt: str = "{:+.2f}") -> str:
+                      profile: str = "paper", data_dir: Path | str | None = None, fmt: str = "{:+.2f}",
+                      maker: str = "make record-paper") -> str:
     """Lines comparing this run's values with a recorded run's, one per key.
 
     ``keys`` maps a result key of ``page`` to its label; ``live`` holds this run's values.
-    Without a recording, one sentence says so.
+    Without a recording, one sentence says so (and that ``maker`` makes one).
     """
     run = recorded(page, profile, data_dir)
     if run is None:
-        return f"No {profile}-profile run of this page has been recorded yet (make record-paper keeps one)."
+        return f"No {profile}-profile run of this page has been recorded yet ({maker} keeps one)."
     lines = [f"{profile} profile, run on {run['date']}:"]
     width = max(len(label) for label in keys.values())
     for key, label in keys.items():

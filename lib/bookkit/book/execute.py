@@ -240,18 +240,19 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
     if not only and STATS_PAGE not in pages:
         write_runtimes(out / STATS_FILE, profile, stats)
     print(f"execute [{profile}]: {len(stats)} pages in {total:.1f} s", flush=True)
+    if keep_results is not None:  # a page's results are kept when that page ran to its end
+        passed = [s["page"] for s in stats if s["status"] == "ok"]
+        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, passed, time.strftime("%Y-%m-%d"),
+                                    label=label, overrides=overrides, notebooks=out)
+        print(f"execute: results of {len(kept)} page(s) kept in {keep_results / (label or profile)}", flush=True)
     if failures:
         print(f"execute: {len(failures)} page(s) failed: {', '.join(failures)}", file=sys.stderr)
         return 1
-    if record is not None:
+    if record is not None:  # runtimes only of a run in which every page passed
         record.parent.mkdir(parents=True, exist_ok=True)
         write_runtimes(record, profile, stats, date=time.strftime("%Y-%m-%d"),
                        cpu_count=os.cpu_count(), total_seconds=round(total, 1))
         print(f"execute: runtimes recorded in {record}", flush=True)
-    if keep_results is not None:
-        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, pages, time.strftime("%Y-%m-%d"),
-                                    label=label, overrides=overrides)
-        print(f"execute: results of {len(kept)} page(s) kept in {keep_results / (label or profile)}", flush=True)
     return 0
 
 
