@@ -1,4 +1,5 @@
-"""Key results of the pages, recorded as JSON when a page executes (standard library only).
+"""Key results of the pages, recorded as JSON when a page executes (standard library only at
+import; numpy and IPython are imported by the two functions that need them).
 
 A page calls :func:`record` right after the cell that computes one of its key numbers::
 
@@ -256,8 +257,7 @@ def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date
         data = {"profile": profile, "date": date, "page": page, "results": json.loads(source.read_text())}
         if overrides:
             data["overrides"] = to_json(overrides)
-        executed = None if notebooks is None else Path(notebooks) / f"{page}.ipynb"
-        if executed is not None and executed.exists():
+        if notebooks is not None and (executed := Path(notebooks) / f"{page}.ipynb").exists():
             data["figures"] = keep_figures(executed, Path(dest) / label)
         target = Path(dest) / label / f"{stem}.json"
         write_json_atomic(target, data)
@@ -265,11 +265,16 @@ def keep_results(results: Path, dest: Path, profile: str, pages: list[str], date
     return written
 
 
+def _recorded_dir(profile: str, data_dir: Path | str | None) -> Path:
+    """The folder of a profile's recorded runs: ``data_dir/<profile>``, ``data_dir`` defaulting
+    to ``../_data/recorded`` (seen from a page's folder)."""
+    return (Path("../_data/recorded") if data_dir is None else Path(data_dir)) / profile
+
+
 def recorded(page: str, profile: str = "paper", data_dir: Path | str | None = None) -> dict | None:
     """A recorded run of ``page`` (stem, e.g. ``"growth_rates"``): ``{profile, date, page, results}``,
     or None if none was kept. ``data_dir`` defaults to ``../_data/recorded`` (a page's folder)."""
-    base = Path("../_data/recorded") if data_dir is None else Path(data_dir)
-    path = base / profile / f"{page}.json"
+    path = _recorded_dir(profile, data_dir) / f"{page}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -282,7 +287,7 @@ def show_recorded_figures(page: str, profile: str = "paper", data_dir: Path | st
         return
     from IPython.display import Image, display
 
-    base = (Path("../_data/recorded") if data_dir is None else Path(data_dir)) / profile
+    base = _recorded_dir(profile, data_dir)
     for k, name in enumerate(run["figures"], start=1):
         print(f"{profile} profile, run on {run['date']}: figure {k} of {len(run['figures'])} of this page")
         display(Image(filename=str(base / name)))
