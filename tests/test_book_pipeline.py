@@ -91,6 +91,17 @@ def test_parameter_names():
     assert toc.parameter_names("a = 1\nb: int = 2\n  c = 3\n# d = 4\ne=[1,\n 2]") == {"a", "b", "e"}
 
 
+def test_page_defaults_are_the_parameters_cell_values(tmp_path):
+    _one_page_book(tmp_path, "", "```{code-cell} ipython3\n:tags: [parameters]\n\nn = 3\na, b = 0.5, [1, 2]\n"
+                   "c = {'x': 1_000}\n```\n\n```{code-cell} ipython3\nn = 4\n```\n")
+    assert toc.page_defaults(tmp_path, "book/page") == {"n": 3, "a": 0.5, "b": [1, 2], "c": {"x": 1000}}
+    with pytest.raises(FileNotFoundError, match="book/other"):
+        toc.page_defaults(tmp_path, "book/other")
+    # a real page: the BayesOpt benchmark reads its model sizes this way
+    sizes = toc.page_defaults(ROOT, "book/bayesopt/pfn_bayesopt")
+    assert {"d_model", "n_layers", "d_ff", "n_grid", "n_restarts", "n_fit_steps"} <= set(sizes)
+
+
 def test_profile_overrides_rejects_unknown_profile(tmp_path):
     with pytest.raises(ValueError, match="profile must be one of"):
         toc.profile_overrides(tmp_path / "p.yml", "book/x", "fast")

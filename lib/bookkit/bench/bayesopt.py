@@ -1,20 +1,24 @@
 """Benchmarks of Part IV (Bayesian optimisation and the PFN).
 
-- :func:`bench_pfn_train_step`: one training step of the page-3 PFN (4 layers, width 64,
-  4 heads, 100 buckets, batch 64 datasets of 40 points), float32, compilation amortised.
-- :func:`bench_bayesopt_step`: one BayesOpt step at 50 observations in 1-D, 500 candidates:
-  the PFN's forward pass (context keys only, ``n_keys=50``; the full masked pass is timed
-  alongside) + bar-distribution EI against the GP's type-II ML refit (4 restarts x 60 Adam
-  steps) + solve + EI; goal: the PFN at least 10x faster.
+- :func:`bench_pfn_train_step`: one training step of the page-3 PFN at that page's sizes
+  (``bayesopt/pfn``: 4 layers, width 64, 100 buckets, batch 64 datasets of 40 points by
+  default), float32, compilation amortised.
+- :func:`bench_bayesopt_step`: one BayesOpt step at 50 observations in 1-D through the book's
+  policies: the PFN's forward pass (context keys only, ``n_keys=50``) + bar-distribution EI
+  against the GP's type-II ML refit + solve + EI; goal: the PFN at least 10x faster. Timed with
+  the BayesOpt page's PFN on its grid, and with the larger page-3 PFN on 500 random candidates.
 - :func:`bench_gp_posterior`: exact GP posterior (float64) at 2,000 observations and 2,000
   test points; goal: under 2 s.
 
-Each timing is the best of a few calls after a warm-up call (so compilation is excluded).
+Every size is read from the pages' parameters cells (:func:`bookkit.book.toc.page_defaults`), so
+a page resized is benchmarked at its new size. Each timing is the best of a few calls after a
+warm-up call (so compilation is excluded).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -39,17 +43,29 @@ def _best(fn, repeats=5):
     return best[0]
 
 
+def _pfn_config(sizes: dict, **overrides):
+    """The PFNConfig of a page's parameters (``sizes`` from :func:`bookkit.book.toc.page_defaults`)."""
+    from xfmr import pfn
+
+    names = ("d_model", "n_heads", "n_layers", "d_ff", "n_buckets", "max_context", "n_points")
+    return pfn.PFNConfig(d_in=1, **{**{k: sizes[k] for k in names}, **overrides})
+
+
 def bench_pfn_train_step() -> list[dict]:
+    """One Adam step of the page-3 PFN (``bayesopt/pfn``) at that page's sizes and prior."""
     import optax
 
+    from bookkit.book.toc import page_defaults
     from xfmr import bar, pfn
 
-    cfg = pfn.PFNConfig()
-    borders = bar.normal_borders(cfg.n_buckets, 1.01**0.5)
+    sizes = page_defaults(Path.cwd(), "book/bayesopt/pfn")
+    cfg = _pfn_config(sizes)
+    borders = bar.normal_borders(cfg.n_buckets, (sizes["outputscale"] + sizes["noise"]) ** 0.5)
     params = pfn.init_params(jax.random.key(0), cfg)
-    sampler = pfn.make_sampler(cfg, 64, lengthscale=0.2, outputscale=1.0, noise=0.01)
+    sampler = pfn.make_sampler(cfg, sizes["batch_size"], lengthscale=sizes["lengthscale"],
+                               outputscale=sizes["outputscale"], noise=sizes["noise"])
     loss = pfn.loss_fn(cfg, borders)
-    opt = optax.adam(1e-3)
+    opt = optax.adam(sizes["learning_rate"])
     state = opt.init(params)
 
     @jax.jit
@@ -59,60 +75,67 @@ def bench_pfn_train_step() -> list[dict]:
         return optax.apply_updates(params, updates), state, value
 
     seconds = _best(lambda: step(params, state, jax.random.key(1)))
-    return [{"benchmark": "PFN training step (page 3 model)", "size": "4 layers, width 64, batch 64 x 40 points",
+    n_steps = sizes["n_steps"]
+    return [{"benchmark": "PFN training step (page 3 model)",
+             "size": f"{cfg.n_layers} layers, width {cfg.d_model}, batch {sizes['batch_size']} x {cfg.n_points} points",
              "seconds": seconds, "goal": "page-3 training <= 6 min on 2 cores",
-             "note": f"CPU {_CPU['last']:.3f} s; 2000 steps (default profile) ~ {2000 * seconds / 60:.1f} min at this speed; compilation excluded"}]
+             "note": f"CPU {_CPU['last']:.3f} s; {n_steps} steps (default profile) ~ {n_steps * seconds / 60:.1f} min "
+                     f"at this speed; compilation excluded"}]
 
 
-def bench_bayesopt_step() -> list[dict]:
-    jax.config.update("jax_enable_x64", True)
-    from xfmr import acquisition, bar, gp, pfn
+def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts: int, n_fit_steps: int) -> list[dict]:
+    """One BayesOpt step at ``n`` observations and ``m`` candidates in 1-D, both through the
+    book's own policies (:mod:`xfmr.bayesopt`): GP-EI with a type-II ML refit against PFN-EI
+    with the model of ``model_page`` (its default sizes, untrained weights: the cost of a
+    forward pass does not depend on the weights)."""
+    from xfmr import bar, bayesopt, pfn
+    from bookkit.book.toc import page_defaults
 
-    n, m = 50, 500
+    sizes = page_defaults(Path.cwd(), f"book/{model_page}")
+    cfg = _pfn_config(sizes, max_context=n, n_points=n + 10)
     k = jax.random.split(jax.random.key(0), 3)
     X = jax.random.uniform(k[0], (n, 1))
     y = jnp.sin(6 * X[:, 0]) + 0.1 * jax.random.normal(k[1], (n,))
     C = jax.random.uniform(k[2], (m, 1))
     mask = jnp.ones(n)
-
-    @jax.jit
-    def gp_step(key):
-        fit = gp.fit_hyperparameters(X, y, mask, key, n_restarts=4, n_steps=60)
-        h = {q: fit[q] for q in ("lengthscale", "outputscale", "noise")}
-        mu, var = gp.masked_posterior(X, y, mask, C, **h)
-        return jnp.argmax(acquisition.expected_improvement(mu, jnp.sqrt(var), jnp.max(y)))
-
-    cfg = pfn.PFNConfig(max_context=n, n_points=n + 10)
+    gp_policy, gp_state = bayesopt.gp_ei_policy(n_restarts=n_restarts, n_steps=n_fit_steps)
+    gp_step = jax.jit(lambda key: jnp.argmax(gp_policy(X, y, mask, C, key, gp_state)[0]))
     params = pfn.init_params(jax.random.key(1), cfg)
     borders = bar.normal_borders(cfg.n_buckets, 1.01**0.5)
-    x_all = jnp.concatenate([X, C]).astype(jnp.float32)
-    y_all = jnp.concatenate([y, jnp.zeros(m)]).astype(jnp.float32)
-
-    @jax.jit
-    def pfn_step(params):
-        logits = pfn.forward(params, cfg, x_all, y_all, n, n_keys=n)[n:]
-        return jnp.argmax(bar.expected_improvement(logits, borders, jnp.max(y_all[:n])))
-
-    @jax.jit
-    def pfn_step_full(params):   # the same pass with the full (550, 550) masked attention
-        logits = pfn.forward(params, cfg, x_all, y_all, n)[n:]
-        return jnp.argmax(bar.expected_improvement(logits, borders, jnp.max(y_all[:n])))
+    pfn_policy, _ = bayesopt.pfn_ei_policy(params, cfg, borders)
+    pfn_step = jax.jit(lambda key: jnp.argmax(pfn_policy(X, y, mask, C, key, None)[0]))
 
     t_gp = _best(lambda: gp_step(jax.random.key(2)))
     c_gp = _CPU["last"]
-    t_pfn = _best(lambda: pfn_step(params))
+    t_pfn = _best(lambda: pfn_step(jax.random.key(2)))
     c_pfn = _CPU["last"]
-    t_full = _best(lambda: pfn_step_full(params))
-    c_full = _CPU["last"]
+    size = f"{n} obs, {m} candidates, 1-D"
+    model = f"{cfg.n_layers} layers, width {cfg.d_model}, feed-forward {cfg.d_ff}, {cfg.n_buckets} buckets"
     return [
-        {"benchmark": "BayesOpt step, GP-EI (type-II ML refit + solve)", "size": "50 obs, 500 candidates, 1-D",
-         "seconds": t_gp, "goal": "reference", "note": f"4 restarts x 60 Adam steps, float64; CPU {c_gp:.3f} s"},
-        {"benchmark": "BayesOpt step, PFN-EI (one forward pass)", "size": "50 obs, 500 candidates, 1-D",
+        {"benchmark": f"BayesOpt step, GP-EI (type-II ML refit + solve), {label}", "size": size,
+         "seconds": t_gp, "goal": "reference",
+         "note": f"{n_restarts} restarts x {n_fit_steps} Adam steps, float64; CPU {c_gp:.3f} s"},
+        {"benchmark": f"BayesOpt step, PFN-EI (one forward pass), {label}", "size": size,
          "seconds": t_pfn, "goal": ">= 10x faster than the GP step",
-         "note": f"{t_gp / t_pfn:.1f}x faster than the GP step (CPU: {c_gp / max(c_pfn, 1e-9):.1f}x), float32; "
-                 f"queries attend to the 50 context keys and themselves (n_keys); with the full (550 x 550) "
-                 f"masked attention {t_full * 1e3:.1f} ms (CPU {c_full * 1e3:.1f} ms)"},
+         "note": f"{t_gp / t_pfn:.1f}x faster than the GP step (CPU: {c_gp / max(c_pfn, 1e-9):.1f}x); {model} "
+                 f"({model_page}), float32; the {n + m} tokens attend to the {n} context tokens and themselves"},
     ]
+
+
+def bench_bayesopt_step() -> list[dict]:
+    """The 10x goal, twice: with the model and candidate grid of the BayesOpt page
+    (``bayesopt/pfn_bayesopt``: the PFN that runs BayesOpt in the book, EI maximised over its
+    grid), and with the larger page-3 model (``bayesopt/pfn``) at the 500 random candidates of
+    ``bayesopt/bayesopt_loop``. Restarts and Adam steps of the GP refit are each page's."""
+    jax.config.update("jax_enable_x64", True)
+    from bookkit.book.toc import page_defaults
+
+    page5 = page_defaults(Path.cwd(), "book/bayesopt/pfn_bayesopt")
+    loop = page_defaults(Path.cwd(), "book/bayesopt/bayesopt_loop")
+    return (_bayesopt_step_rows("BayesOpt page's PFN and grid", "bayesopt/pfn_bayesopt", 50, page5["n_grid"],
+                                page5["n_restarts"], page5["n_fit_steps"])
+            + _bayesopt_step_rows("page-3 PFN, 500 random candidates", "bayesopt/pfn", 50, loop["n_candidates"],
+                                  loop["n_restarts"], loop["n_fit_steps"]))
 
 
 def bench_gp_posterior() -> list[dict]:

@@ -66,3 +66,19 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=")
 def parameter_names(source: str) -> set[str]:
     """Names assigned at the top level of a parameters cell's source."""
     return {m.group(1) for line in source.splitlines() if (m := _ASSIGNMENT.match(line))}
+
+
+
+def page_defaults(root: Path, page: str) -> dict:
+    """The values that a page's parameters cell assigns (its default profile), from running that
+    cell alone. ``page`` is a toc entry (``book/bayesopt/pfn``). A benchmark or a test sized "as on
+    page P" reads its sizes here instead of repeating them."""
+    import jupytext
+
+    source = page_source(Path(root), page)
+    cells = [c for c in jupytext.read(source).cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"page: {source} has {len(cells)} cells tagged 'parameters', expected 1")
+    values: dict = {}
+    exec(cells[0].source, {"__builtins__": {}}, values)  # literals only: no names, no calls
+    return values
