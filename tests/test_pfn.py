@@ -139,3 +139,21 @@ def test_paper_config_is_the_pfn_papers_model():
     assert (c.max_context, c.n_points) == (20, 30)
     with pytest.raises(ValueError, match="n_layers"):
         pfn.paper_config(0)
+
+
+def test_paper_probe_times_one_program_and_scales_to_the_callers_points(monkeypatch):
+    """Every page times the same paper-size program (40 points, borders an argument), scaled
+    linearly to its own points and batch."""
+    seen = []
+
+    def fake(config, borders, batch, *, probe_batch, repeats):
+        seen.append((config, probe_batch, repeats))
+        return float(batch)
+
+    monkeypatch.setattr(pfn, "seconds_per_step", fake)
+    a = pfn.paper_seconds_per_step(1, max_context=10, n_points=20, batch=16, scale=1.0)
+    b = pfn.paper_seconds_per_step(1, max_context=30, n_points=40, batch=16, scale=1.5)
+    assert (a, b) == (8.0, 16.0)
+    assert seen[0] == seen[1] and seen[0][0].n_points == pfn.PAPER_PROBE_POINTS == 40
+    with pytest.raises(ValueError, match="max_context"):
+        pfn.paper_seconds_per_step(1, max_context=20, n_points=20, batch=16, scale=1.0)

@@ -265,30 +265,32 @@ def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int
 
     Times ``repeats`` jitted steps (after one compiling call) at ``probe_batch`` datasets and
     scales linearly to ``batch`` (the step's work is linear in the batch), so that a model far
-    too large to train here can be costed in seconds. Returns the estimate in CPU seconds of
-    this process (``time.process_time``).
+    too large to train here can be costed in seconds. The borders are an argument of the
+    compiled step, not a constant in it, so one ``config`` compiles to one program whatever the
+    borders (the persistent compilation cache then serves every caller). Returns the estimate
+    in CPU seconds of this process (``time.process_time``).
     """
     import optax
 
     batch = check_int(batch, "batch", minimum=1)
     probe_batch = check_int(probe_batch, "probe_batch", minimum=1)
     repeats = check_int(repeats, "repeats", minimum=1)
+    borders = bar.check_borders(borders)
     params = init_params(jax.random.key(0), config)
     optimizer = optax.adam(1e-3)
     sampler = make_sampler(config, probe_batch, lengthscale=0.2, outputscale=1.0, noise=0.01)
-    loss = loss_fn(config, borders)
 
     @jax.jit
-    def step(p, s, key):
-        value, grads = jax.value_and_grad(loss)(p, sampler(key))
+    def step(p, s, key, borders):
+        value, grads = jax.value_and_grad(loss_fn(config, borders))(p, sampler(key))
         updates, s = optimizer.update(grads, s, p)
         return optax.apply_updates(p, updates), s, value
 
     state = optimizer.init(params)
-    jax.block_until_ready(step(params, state, jax.random.key(1)))
+    jax.block_until_ready(step(params, state, jax.random.key(1), borders))
     t0 = time.process_time()
     for r in range(repeats):
-        params, state, _ = jax.block_until_ready(step(params, state, jax.random.key(2 + r)))
+        params, state, _ = jax.block_until_ready(step(params, state, jax.random.key(2 + r), borders))
     return (time.process_time() - t0) / repeats * batch / probe_batch
 
 
@@ -299,8 +301,21 @@ def paper_config(n_layers: int = 6, *, max_context: int = 30, n_points: int = 40
                      d_ff=1024, n_buckets=1000, max_context=max_context, n_points=n_points)
 
 
+PAPER_PROBE_POINTS = 40   # points per dataset at which the paper model's step is timed
+
+
 def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, batch: int, scale: float) -> float:
-    """:func:`seconds_per_step` of :func:`paper_config` at ``batch`` datasets, probed at one dataset
-    with one timed step; ``scale`` is the target scale of the equal-mass buckets."""
-    config = paper_config(n_layers, max_context=max_context, n_points=n_points)
-    return seconds_per_step(config, bar.normal_borders(config.n_buckets, scale), batch, probe_batch=1, repeats=1)
+    """:func:`seconds_per_step` of :func:`paper_config` at ``batch`` datasets of ``n_points``
+    points, ``scale`` the target scale of the equal-mass buckets.
+
+    Timed with one step at one dataset of ``PAPER_PROBE_POINTS`` points (context up to 30),
+    whatever the caller's sizes, and scaled linearly to ``n_points``: every page then times the
+    same compiled program (shared through the persistent compilation cache), and the step's
+    work is linear in the points but for the attention scores, about 2% of a step at width
+    512 and 40 points (2 * 40 * 512 of the 2.1M multiply-adds per point and layer).
+    """
+    n_points = check_int(n_points, "n_points", minimum=2)
+    check_int(max_context, "max_context", minimum=1, maximum=n_points - 1)
+    config = paper_config(n_layers, max_context=PAPER_PROBE_POINTS - 10, n_points=PAPER_PROBE_POINTS)
+    per_probe = seconds_per_step(config, bar.normal_borders(config.n_buckets, scale), batch, probe_batch=1, repeats=1)
+    return per_probe * n_points / PAPER_PROBE_POINTS
