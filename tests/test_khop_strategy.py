@@ -4,12 +4,25 @@ import numpy as np
 import pytest
 
 from xfmr import khop
-from xfmr.khop_strategy import (layer_counts, normalised_inner_product, pointer_matrices,
+from xfmr.khop_strategy import (counts_table, layer_counts, normalised_inner_product, pointer_matrices,
                                 pointer_similarity, pointer_targets)
 
 
 def test_counts():
     assert [layer_counts(k) for k in (1, 2, 3, 4, 8)] == [(2, 2), (3, 3), (3, 4), (4, 5), (5, 9)]
+
+
+def test_counts_table_marks_which_count_each_depth_reaches():
+    lines = counts_table({2: [0.0, 0.01, 0.5, 0.6], "4": np.array([0.0, 0.0, 0.02, 0.2])}).splitlines()
+    assert len(lines) == 5 and "L = 2" in lines[0] and "L = 4" in lines[0]
+    # k = 3: doubling needs 3 layers, composition 4; depth 2 reaches neither, depth 4 both
+    assert lines[3].split()[:3] == ["3", "3", "4"]
+    assert "0.600 (--)" in lines[3] and "0.200 (DC)" in lines[3]
+    assert "0.500 (--)" in lines[2] and "0.020 (DC)" in lines[2]
+    with pytest.raises(ValueError, match="errors"):
+        counts_table({})
+    with pytest.raises(ValueError, match="errors"):
+        counts_table({2: [0.0, 0.1], 3: [0.0, 0.1, 0.2]})
     with pytest.raises(ValueError, match="k"):
         layer_counts(0)
     with pytest.raises(TypeError, match="k"):

@@ -26,7 +26,7 @@ import numpy as np
 from xfmr.khop import NULL, find
 from xfmr.validate import check_int
 
-__all__ = ["layer_counts", "pointer_targets", "pointer_matrices", "normalised_inner_product",
+__all__ = ["layer_counts", "counts_table", "pointer_targets", "pointer_matrices", "normalised_inner_product",
            "pointer_similarity"]
 
 
@@ -35,6 +35,28 @@ def layer_counts(k: int) -> tuple[int, int]:
     ``(2 + floor(log2 k), k + 1)``. They agree for ``k <= 2`` and differ from ``k = 3`` on."""
     k = check_int(k, "k", minimum=1)
     return 2 + int(np.floor(np.log2(k))), k + 1
+
+
+def counts_table(errors: dict[int, Any]) -> str:
+    """The error per depth and hop count beside the two layer counts, one line per ``k >= 1``.
+
+    ``errors`` maps a depth ``L`` to its errors for ``k = 0 .. k_max`` (mean over seeds), the
+    same ``k_max`` for every depth. Each cell is marked ``D`` when ``L`` reaches doubling's
+    count and ``C`` when it reaches composition's (:func:`layer_counts`), ``-`` otherwise.
+    """
+    if not errors:
+        raise ValueError("errors must name at least one depth")
+    rows = {int(L): np.asarray(e, dtype=float) for L, e in errors.items()}
+    lengths = {r.shape for r in rows.values()}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1 or next(iter(lengths))[0] < 2:
+        raise ValueError(f"errors must hold one 1-D row of k = 0 .. k_max (k_max >= 1) per depth, got shapes {lengths}")
+    lines = [f"{'k':>2s} {'doubling':>9s} {'k + 1':>6s}" + "".join(f"   {f'L = {L}':>11s}" for L in rows)]
+    for k in range(1, next(iter(lengths))[0]):
+        dbl, comp = layer_counts(k)
+        cells = "".join(f"   {e[k]:6.3f} ({'D' if L >= dbl else '-'}{'C' if L >= comp else '-'})" for L, e in rows.items())
+        lines.append(f"{k:2d} {dbl:9d} {comp:6d}{cells}")
+    lines.append("D: depth >= doubling count; C: depth >= composition count")
+    return "\n".join(lines)
 
 
 def pointer_targets(x: Any, powers: Any = (1, 2, 3, 4)) -> dict[str, np.ndarray]:
