@@ -47,11 +47,12 @@ def counts_table(errors: dict[int, Any]) -> str:
     if not errors:
         raise ValueError("errors must name at least one depth")
     rows = {int(L): np.asarray(e, dtype=float) for L, e in errors.items()}
-    lengths = {r.shape for r in rows.values()}
-    if len(lengths) != 1 or len(next(iter(lengths))) != 1 or next(iter(lengths))[0] < 2:
-        raise ValueError(f"errors must hold one 1-D row of k = 0 .. k_max (k_max >= 1) per depth, got shapes {lengths}")
+    shape = next(iter(rows.values())).shape
+    if any(r.shape != shape for r in rows.values()) or len(shape) != 1 or shape[0] < 2:
+        raise ValueError(f"errors must hold one 1-D row of k = 0 .. k_max (k_max >= 1) per depth, "
+                         f"got shapes {sorted({r.shape for r in rows.values()})}")
     lines = [f"{'k':>2s} {'doubling':>9s} {'k + 1':>6s}" + "".join(f"   {f'L = {L}':>11s}" for L in rows)]
-    for k in range(1, next(iter(lengths))[0]):
+    for k in range(1, shape[0]):
         dbl, comp = layer_counts(k)
         cells = "".join(f"   {e[k]:6.3f} ({'D' if L >= dbl else '-'}{'C' if L >= comp else '-'})" for L, e in rows.items())
         lines.append(f"{k:2d} {dbl:9d} {comp:6d}{cells}")

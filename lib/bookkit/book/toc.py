@@ -68,7 +68,6 @@ def parameter_names(source: str) -> set[str]:
     return {m.group(1) for line in source.splitlines() if (m := _ASSIGNMENT.match(line))}
 
 
-
 def page_defaults(root: Path, page: str) -> dict:
     """The values that a page's parameters cell assigns (its default profile), from running that
     cell alone. ``page`` is a toc entry (``book/bayesopt/pfn``). A benchmark or a test sized "as on
