@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from xfmr import khop
-from xfmr.khop_strategy import (counts_table, layer_counts, normalised_inner_product, pointer_matrices,
+from xfmr.khop_strategy import (best_maps, counts_table, strategy_of, layer_counts, normalised_inner_product, pointer_matrices,
                                 pointer_similarity, pointer_targets)
 
 
@@ -63,3 +63,22 @@ def test_similarity():
         pointer_matrices(np.array([0, 5]))
     with pytest.raises(ValueError, match="attn"):
         pointer_similarity(A[0], x)
+
+
+def test_best_maps_and_strategy():
+    names = ["i-1", "find-1", "find^1", "find^2"]
+    sim = np.zeros((3, 2, 4))
+    sim[0, 1, 0] = 0.9                      # layer 1: a previous-token head
+    sim[1, 0, 2], sim[1, 1, 3] = 0.8, 0.6   # layer 2: find beats find^2
+    sim[2, 0, 2], sim[2, 1, 3] = 0.5, 0.7   # layer 3: find^2 best
+    assert best_maps(sim, names) == ["i-1", "find^1", "find^2"]
+    assert strategy_of(["i-1", "find^1", "find^2"]) == "multi-hop"
+    assert strategy_of(["i-1", "find^1", "find^1"]) == "composition"
+    assert strategy_of(["i-1", "find^1", "i-1"]) == "other"
+    assert strategy_of(["i-1"]) == "other"
+    # the first layer does not count: a find^2 there is not a multi-hop strategy
+    assert strategy_of(["find^2", "find^1"]) == "composition"
+    with pytest.raises(ValueError, match="sim"):
+        best_maps(sim[0], names)
+    with pytest.raises(ValueError, match="sim"):
+        best_maps(sim, names[:3])

@@ -36,6 +36,7 @@ Part II, cross-entropy
 - :mod:`xfmr.sources`          Markov-chain sources with exact conditionals
 - :mod:`xfmr.bigram`           a tiny next-token model
 - :mod:`xfmr.train`            the small deterministic training loop (optax) reused by later parts
+- :mod:`xfmr.train_cache`      a long run's trained parameters kept on disk, loaded for equal settings
 
 Part III, K-hop induction heads
 

@@ -27,7 +27,7 @@ from xfmr.khop import NULL, find
 from xfmr.validate import check_int
 
 __all__ = ["layer_counts", "counts_table", "pointer_targets", "pointer_matrices", "normalised_inner_product",
-           "pointer_similarity"]
+           "pointer_similarity", "best_maps", "strategy_of"]
 
 
 def layer_counts(k: int) -> tuple[int, int]:
@@ -125,3 +125,30 @@ def pointer_similarity(attn: Any, x: Any, powers: Any = (1, 2, 3, 4)) -> tuple[l
     sims = np.stack([normalised_inner_product(attn, pointer_matrices(targets[m])[:, None, None])
                      .mean(0) for m in names], axis=-1)
     return names, sims
+
+
+def best_maps(sim: Any, names: list[str]) -> list[str]:
+    """The map each layer fits best: ``argmax`` over maps of the best head's similarity.
+
+    ``sim`` is ``(L, H, n_maps)`` as returned by :func:`pointer_similarity` with ``names``.
+    """
+    sim = np.asarray(sim, float)
+    if sim.ndim != 3 or sim.shape[-1] != len(names):
+        raise ValueError(f"sim must be (layers, heads, {len(names)}) for the {len(names)} names, got {sim.shape}")
+    return [names[m] for m in sim.max(1).argmax(-1)]
+
+
+def strategy_of(layer_maps: list[str]) -> str:
+    """Name the strategy of one model from its layers' best maps (:func:`best_maps`).
+
+    The first layer builds the lookup and is not counted. ``"multi-hop"`` when some later
+    layer fits a multi-hop pointer ``find^j`` (``j >= 2``) best, as doubling's layers do;
+    ``"composition"`` when every later layer fits ``find^1`` best; ``"other"`` otherwise.
+    A model of one layer has no later layer and is ``"other"``.
+    """
+    later = list(layer_maps)[1:]
+    if any(m.startswith("find^") and m != "find^1" for m in later):
+        return "multi-hop"
+    if later and all(m == "find^1" for m in later):
+        return "composition"
+    return "other"
