@@ -149,6 +149,9 @@ def test_recorded_runs(tmp_path):
     assert text == "ci profile, run on 2026-12-02:\n  worst slope  +0.12 (seed sd 0.030)   (this run: +0.10)"
     assert results.recorded("depth", "paper", tmp_path / "rec") is None
     assert "No paper-profile run" in results.describe_recorded("depth", {"worst": "w"}, data_dir=tmp_path / "rec")
+    # a page's summary: key -> (per-seed values, label); this run's value is the seeds' mean
+    summary = {"worst": ([0.05, 0.15], "worst slope")}
+    assert results.describe_recorded_summary("depth", summary, profile="ci", data_dir=tmp_path / "rec") == text
 
 
 def test_claims_page_runs_after_every_page_and_before_the_statistics():

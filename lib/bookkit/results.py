@@ -314,6 +314,15 @@ def describe_recorded(page: str, keys: dict[str, str], live: dict[str, float] | 
     return "\n".join(lines)
 
 
+def describe_recorded_summary(page: str, summary: dict[str, tuple[Any, str]], **kwargs: Any) -> str:
+    """:func:`describe_recorded` for a page's ``summary``: ``key -> (per-seed values, label)``,
+    this run's value being the mean over its seeds. ``kwargs`` go to :func:`describe_recorded`."""
+    import numpy as np
+
+    return describe_recorded(page, {k: label for k, (_, label) in summary.items()},
+                             {k: float(np.mean(v)) for k, (v, _) in summary.items()}, **kwargs)
+
+
 def _format(entry: dict, fmt: str) -> str:
     value = entry["value"]
     text = ", ".join(fmt.format(v) for v in value) if isinstance(value, list) else fmt.format(value)
