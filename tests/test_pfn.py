@@ -157,3 +157,7 @@ def test_paper_probe_times_one_program_and_scales_to_the_callers_points(monkeypa
     assert seen[0] == seen[1] and seen[0][0].n_points == pfn.PAPER_PROBE_POINTS == 40
     with pytest.raises(ValueError, match="max_context"):
         pfn.paper_seconds_per_step(1, max_context=20, n_points=20, batch=16, scale=1.0)
+    # 2.0 CPU-s per step: 50,000 steps are 100,000 CPU-s, 1.16 CPU-days, printed as 1
+    assert pfn.paper_cost_text(2.0, 12, 16, 0.05) == (
+        "measured (12 layers): 2.0 CPU-s per step at batch 16 (this page's model: 0.05); "
+        "50,000 steps = 1 CPU-days on this machine")

@@ -34,7 +34,8 @@ from xfmr.validate import check_array, check_finite, check_int
 
 __all__ = ["PFNConfig", "init_params", "forward", "predict", "sample_gp_datasets", "loss_fn", "fit",
            "loguniform_lengthscale", "fit_with_hyperprior",
-           "make_sampler", "n_parameters", "seconds_per_step", "paper_config", "paper_seconds_per_step"]
+           "make_sampler", "n_parameters", "seconds_per_step", "paper_config", "paper_seconds_per_step",
+           "paper_cost_text"]
 
 
 class PFNConfig(NamedTuple):
@@ -319,3 +320,11 @@ def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, ba
     config = paper_config(n_layers, max_context=PAPER_PROBE_POINTS - 10, n_points=PAPER_PROBE_POINTS)
     per_probe = seconds_per_step(config, bar.normal_borders(config.n_buckets, scale), batch, probe_batch=1, repeats=1)
     return per_probe * n_points / PAPER_PROBE_POINTS
+
+
+def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: float, n_steps: int = 50_000) -> str:
+    """One line on the paper model's training cost: ``per_step`` CPU-s per step (from
+    :func:`paper_seconds_per_step`) of the ``n_layers`` model at ``batch``, this page's own
+    ``page_per_step``, and the CPU-days of ``n_steps`` steps."""
+    return (f"measured ({n_layers} layers): {per_step:.1f} CPU-s per step at batch {batch} (this page's model: "
+            f"{page_per_step:.2f}); {n_steps:,} steps = {per_step * n_steps / 86400:.0f} CPU-days on this machine")
