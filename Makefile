@@ -145,12 +145,12 @@ record-optimisers: setup
 # k + 1 layers allow. So this run states its own expectations: min_unsolved = 0.075 (1.5 x
 # tol_solved; depth 2 errs on about 10% at k = 2, depth 3 on none), and "multi-hop": where
 # fewer than k + 1 layers solve k, some later layer follows a pointer find^j, j >= 2. The
-# trained parameters are kept in _build/khop-large/params (params_cache), so a rerun after a
-# failed assertion does not train again.
+# trained parameters are kept in _build/khop-large/params (params_cache, an absolute path: the
+# page runs in its own directory), so a rerun after a failed assertion does not train again.
 KHOP_LARGE = --set depths='[2, 3, 4, 5]' --set k_max=8 --set seq_len=99 --set d_model=64 \
 	--set n_heads=4 --set n_seeds=2 --set n_steps=8000 --set learning_rate=0.001 \
 	--set warmup_steps=500 --set n_eval=512 --set n_attn=128 --set min_unsolved=0.075 \
-	--set expected_strategy=multi-hop --set params_cache=_build/khop-large/params
+	--set expected_strategy=multi-hop --set params_cache=$(CURDIR)/_build/khop-large/params
 
 record-khop: setup
 	$(PY) -m bookkit.book.execute --profile default --out _build/nb/khop-large \
