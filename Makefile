@@ -124,7 +124,10 @@ record-paper: setup
 # Part I's optimiser pages (issue 12) at the paper's sizes: block_spectra took 32 min and
 # training_curvature about 50 min (2026-12-03, on a shared machine), temperature 21 s;
 # heterogeneity_test's first run took 62 min on about one core (2026-12-03) and failed on an
-# expected verdict (book/profiles.yml says what it measured); its grids are now wider (about 1.3x).
+# expected verdict (book/profiles.yml says what it measured); with grids one value wider, the
+# second took 4731 s (79 min, mostly alone) and failed on the no-softmax verdict (undecided, now
+# expected). Its sweeps' losses are kept in _build/cache/heterogeneity_test (the paper profile's
+# cache_dir), so a rerun after a failed verdict does not train again.
 # Each page that passes keeps its results and figures, with the date, in
 # book/_data/recorded/paper/, which the page shows beside its own.
 OPTIMISER_PAGES = $(shell sed -n 's|.*file: *\(book/optimisers/[a-z_]*\).*|\1.md|p' _toc.yml)
@@ -145,12 +148,12 @@ record-optimisers: setup
 # k + 1 layers allow. So this run states its own expectations: min_unsolved = 0.075 (1.5 x
 # tol_solved; depth 2 errs on about 10% at k = 2, depth 3 on none), and "multi-hop": where
 # fewer than k + 1 layers solve k, some later layer follows a pointer find^j, j >= 2. The
-# trained parameters are kept in _build/khop-large/params (params_cache, an absolute path: the
-# page runs in its own directory), so a rerun after a failed assertion does not train again.
+# trained parameters are kept in _build/cache/khop-large (cache_dir), so a rerun after a
+# failed assertion does not train again.
 KHOP_LARGE = --set depths='[2, 3, 4, 5]' --set k_max=8 --set seq_len=99 --set d_model=64 \
 	--set n_heads=4 --set n_seeds=2 --set n_steps=8000 --set learning_rate=0.001 \
 	--set warmup_steps=500 --set n_eval=512 --set n_attn=128 --set min_unsolved=0.075 \
-	--set expected_strategy=multi-hop --set params_cache=$(CURDIR)/_build/khop-large/params
+	--set expected_strategy=multi-hop --set cache_dir=_build/cache/khop-large
 
 record-khop: setup
 	$(PY) -m bookkit.book.execute --profile default --out _build/nb/khop-large \

@@ -91,6 +91,25 @@ def test_parameter_names():
     assert toc.parameter_names("a = 1\nb: int = 2\n  c = 3\n# d = 4\ne=[1,\n 2]") == {"a", "b", "e"}
 
 
+def test_repository_path_resolves_against_the_root_from_an_output_folder(tmp_path, monkeypatch):
+    (tmp_path / "_toc.yml").write_text("root: book/intro\n")
+    out = tmp_path / "_build" / "nb" / "paper" / "book" / "khop"
+    out.mkdir(parents=True)
+    monkeypatch.chdir(out)  # where a page runs
+    monkeypatch.delenv(toc.ROOT_ENV, raising=False)
+    assert toc.repository_path("_build/cache") == tmp_path / "_build" / "cache"
+    # an output folder outside the repository: the executor names the root
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-out"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(FileNotFoundError, match="_toc.yml"):
+        toc.repository_path("_build/cache")
+    monkeypatch.setenv(toc.ROOT_ENV, str(tmp_path))
+    assert toc.repository_path("_build/cache") == tmp_path / "_build" / "cache"
+    assert toc.repository_path(tmp_path / "x") == tmp_path / "x"
+    assert toc.repository_path(None) is None
+
+
 def test_page_defaults_are_the_parameters_cell_values(tmp_path):
     _one_page_book(tmp_path, "", "```{code-cell} ipython3\n:tags: [parameters]\n\nn = 3\na, b = 0.5, [1, 2]\n"
                    "c = {'x': 1_000}\n```\n\n```{code-cell} ipython3\nn = 4\n```\n")

@@ -1,5 +1,5 @@
-"""Keep a long training run's parameters and losses on disk, so that a page whose later
-assertion fails can be rerun without training again.
+"""Keep a long run's results (a trained model's parameters and losses, or any arrays) on
+disk, so that a page whose later assertion fails can be rerun without training again.
 
 A run is named by the settings that determine it (``settings``: a flat mapping of
 JSON-serialisable values, e.g. the page's sizes, seed and budget); its file is
@@ -40,36 +40,52 @@ def cache_path(directory: str | os.PathLike, name: str, settings: Mapping[str, A
     return Path(directory) / f"{name}-{digest}.pkl"
 
 
+def cached_arrays(
+    directory: str | os.PathLike | None,
+    name: str,
+    settings: Mapping[str, Any],
+    compute: Callable[[], Any],
+) -> Any:
+    """``compute()`` (a pytree of arrays), or its value as stored by an earlier call.
+
+    With ``directory`` None this is ``compute()``. Otherwise a stored value with equal
+    ``settings`` is loaded (numpy arrays of the stored dtypes); else ``compute()`` runs and its
+    value, converted to numpy, is written atomically and returned.
+    """
+    if directory is None:
+        return compute()
+    path = cache_path(directory, name, settings)
+    wanted = json.loads(json.dumps(dict(settings)))
+    if path.exists():
+        with path.open("rb") as f:
+            stored = pickle.load(f)
+        if stored["settings"] != wanted:
+            raise ValueError(f"{path} holds a run with other settings: {stored['settings']} (wanted {wanted})")
+        print(f"loaded {name} from {path}")
+        return stored["value"]
+    value = jax.tree.map(np.asarray, compute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as f:
+        pickle.dump({"settings": wanted, "value": value}, f)
+    tmp.replace(path)
+    return value
+
+
 def cached_training(
     directory: str | os.PathLike | None,
     name: str,
     settings: Mapping[str, Any],
     train: Callable[[], TrainResult],
 ) -> TrainResult:
-    """``train()``, or its parameters and losses as stored by an earlier call.
+    """``train()``, or its parameters and losses as stored by an earlier call
+    (:func:`cached_arrays`; parameters come back as jax arrays of the stored dtypes).
 
-    With ``directory`` None this is ``train()``. Otherwise a stored run with equal
-    ``settings`` is loaded (parameters as jax arrays of the stored dtypes, losses as numpy);
-    else ``train()`` runs and its parameters and losses are written atomically. A loaded run
-    has ``opt_state`` None and no snapshots: only what a finished run is evaluated on.
+    A loaded or stored run has ``opt_state`` None and no snapshots: only what a finished run
+    is evaluated on. With ``directory`` None this is ``train()`` itself.
     """
     if directory is None:
         return train()
-    path = cache_path(directory, name, settings)
-    if path.exists():
-        with path.open("rb") as f:
-            stored = pickle.load(f)
-        if stored["settings"] != json.loads(json.dumps(dict(settings))):
-            raise ValueError(f"{path} holds a run with other settings: {stored['settings']} (wanted {dict(settings)})")
-        print(f"loaded the trained run {name} from {path}")
-        return TrainResult(params=jax.tree.map(jnp.asarray, stored["params"]), losses=stored["losses"],
-                           opt_state=None, snapshots=())
-    result = train()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as f:
-        pickle.dump({"settings": json.loads(json.dumps(dict(settings))),
-                     "params": jax.tree.map(np.asarray, result.params),
-                     "losses": np.asarray(result.losses)}, f)
-    tmp.replace(path)
-    return result
+    stored = cached_arrays(directory, name, settings, lambda: train()[:2])
+    params, losses = stored
+    return TrainResult(params=jax.tree.map(jnp.asarray, params), losses=losses)

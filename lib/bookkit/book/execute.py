@@ -44,7 +44,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from bookkit import results
-from bookkit.book.toc import PROFILES, page_source, parameter_names, profile_overrides, toc_pages
+from bookkit.book.toc import PROFILES, ROOT_ENV, find_root, page_source, parameter_names, profile_overrides, toc_pages
 
 STATS_PAGE = "book/about/execution"
 CLAIMS_PAGE = "book/about/claims"
@@ -73,14 +73,6 @@ class IPCKernelManager(AsyncKernelManager):
     @default("ip")
     def _default_ip(self) -> str:
         return os.path.join(tempfile.gettempdir(), f"bookkit-kernel-{uuid.uuid4().hex}")
-
-
-def find_root(start: Path) -> Path:
-    """The repository root: the nearest folder upwards that holds ``_toc.yml``."""
-    for folder in (start, *start.parents):
-        if (folder / "_toc.yml").exists():
-            return folder
-    raise FileNotFoundError(f"no _toc.yml in {start} or any parent folder")
 
 
 def is_notebook(source: Path) -> bool:
@@ -271,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
     os.environ["MPLBACKEND"] = INLINE_BACKEND
+    os.environ[ROOT_ENV] = str(root)  # for pages that name a folder of the repository
     record = None if args.record is None else args.record.resolve()
     keep = None if args.keep_results is None else args.keep_results.resolve()
     overrides = parse_overrides(args.set)

@@ -1,9 +1,10 @@
 """Read the book's table of contents and profiles: which pages exist, in which order, and
-which parameters each execution profile overrides."""
+which parameters each execution profile overrides; where the repository's root is."""
 
 from __future__ import annotations
 
 import re
+import os
 from pathlib import Path
 
 import yaml
@@ -81,3 +82,31 @@ def page_defaults(root: Path, page: str) -> dict:
     values: dict = {}
     exec(cells[0].source, {"__builtins__": {}}, values)  # literals only: no names, no calls
     return values
+
+
+def find_root(start: Path) -> Path:
+    """The repository root: the nearest folder upwards that holds ``_toc.yml``."""
+    for folder in (start, *start.parents):
+        if (folder / "_toc.yml").exists():
+            return folder
+    raise FileNotFoundError(f"no _toc.yml in {start} or any parent folder")
+
+
+ROOT_ENV = "BOOKKIT_ROOT"  # set by ``bookkit.book.execute`` for the kernels it starts
+
+
+def repository_path(path: str | os.PathLike | None) -> Path | None:
+    """``path`` relative to the repository root; an absolute path as it is, None as None.
+
+    Pages run in their output folder, which may lie outside the repository, so a page
+    parameter that names a folder of the repository (such as a cache) is resolved here: the
+    root is ``$BOOKKIT_ROOT`` when set (the executor sets it), else :func:`find_root` of the
+    working folder (a page opened in the repository).
+    """
+    if path is None:
+        return None
+    path = Path(path)
+    if path.is_absolute():
+        return path
+    root = os.environ.get(ROOT_ENV)
+    return (Path(root) if root else find_root(Path.cwd())) / path
