@@ -72,12 +72,20 @@ def test_best_maps_and_strategy():
     sim[1, 0, 2], sim[1, 1, 3] = 0.8, 0.6   # layer 2: find beats find^2
     sim[2, 0, 2], sim[2, 1, 3] = 0.5, 0.7   # layer 3: find^2 best
     assert best_maps(sim, names) == ["i-1", "find^1", "find^2"]
-    assert strategy_of(["i-1", "find^1", "find^2"]) == "multi-hop"
-    assert strategy_of(["i-1", "find^1", "find^1"]) == "composition"
-    assert strategy_of(["i-1", "find^1", "i-1"]) == "other"
-    assert strategy_of(["i-1"]) == "other"
-    # the first layer does not count: a find^2 there is not a multi-hop strategy
-    assert strategy_of(["find^2", "find^1"]) == "composition"
+    assert strategy_of(sim, names, 0.5) == "multi-hop"
+    # find^2 heads below the threshold do not count; above it they do, even beside a better find head
+    sim[1, 1, 3], sim[2, 1, 3] = 0.3, 0.4
+    assert best_maps(sim, names) == ["i-1", "find^1", "find^1"]
+    assert strategy_of(sim, names, 0.5) == "composition"
+    sim[1, 1, 3] = 0.55                       # layer 2: find best (0.8), a find^2 head at 0.55
+    assert best_maps(sim, names)[1] == "find^1" and strategy_of(sim, names, 0.5) == "multi-hop"
+    sim[1, 1, 3], sim[2, 0, 0] = 0.0, 0.9    # layer 3 now fits the previous token best
+    assert strategy_of(sim, names, 0.5) == "other"
+    assert strategy_of(sim[:1], names, 0.5) == "other"   # one layer
+    # the first layer does not count: a find^2 head there is not a multi-hop strategy
+    first = np.zeros((2, 1, 4))
+    first[0, 0, 3], first[1, 0, 2] = 0.9, 0.9
+    assert strategy_of(first, names, 0.5) == "composition"
     with pytest.raises(ValueError, match="sim"):
         best_maps(sim[0], names)
     with pytest.raises(ValueError, match="sim"):

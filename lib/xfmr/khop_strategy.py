@@ -138,17 +138,20 @@ def best_maps(sim: Any, names: list[str]) -> list[str]:
     return [names[m] for m in sim.max(1).argmax(-1)]
 
 
-def strategy_of(layer_maps: list[str]) -> str:
-    """Name the strategy of one model from its layers' best maps (:func:`best_maps`).
+def strategy_of(sim: Any, names: list[str], threshold: float) -> str:
+    """Name the strategy of one model at one ``k`` from its heads' similarities.
 
-    The first layer builds the lookup and is not counted. ``"multi-hop"`` when some later
-    layer fits a multi-hop pointer ``find^j`` (``j >= 2``) best, as doubling's layers do;
-    ``"composition"`` when every later layer fits ``find^1`` best; ``"other"`` otherwise.
-    A model of one layer has no later layer and is ``"other"``.
+    ``sim`` is ``(L, H, n_maps)`` as returned by :func:`pointer_similarity` with ``names``.
+    The first layer builds the lookup and is not counted. ``"multi-hop"`` when a head of a
+    later layer follows a multi-hop pointer ``find^j`` (``j >= 2``, similarity above
+    ``threshold``), as doubling's layers do; else ``"composition"`` when every later layer
+    fits ``find^1`` best (:func:`best_maps`); ``"other"`` otherwise, and for one layer.
     """
-    later = list(layer_maps)[1:]
-    if any(m.startswith("find^") and m != "find^1" for m in later):
+    maps = best_maps(sim, names)  # checks the shape
+    multi = [i for i, name in enumerate(names) if name.startswith("find^") and name != "find^1"]
+    later = np.asarray(sim, float)[1:]
+    if len(later) and (later[..., multi] > threshold).any():
         return "multi-hop"
-    if later and all(m == "find^1" for m in later):
+    if len(later) and all(m == "find^1" for m in maps[1:]):
         return "composition"
     return "other"
