@@ -3,8 +3,8 @@ which parameters each execution profile overrides; where the repository's root i
 
 from __future__ import annotations
 
-import re
 import os
+import re
 from pathlib import Path
 
 import yaml
