@@ -171,9 +171,9 @@ record-khop: setup
 # unit tests (the environment and layout checks, one test module per part; the whole suite
 # runs under the default interpreter) and one page.
 NEWEST_VENV := .venv-newest
-NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/test_validate.py \
-	tests/test_hessian.py tests/test_divergences.py tests/test_khop.py tests/test_gp.py \
-	tests/test_tcbo.py tests/test_scm.py tests/test_sortability.py
+NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/core/test_validate.py \
+	tests/hessian/test_blocks.py tests/cross_entropy/test_divergences.py tests/khop/test_task.py \
+	tests/bayesopt/test_gp.py tests/tcbo tests/causal/test_scm.py tests/causal/test_sortability.py
 check-newest-python:
 	@echo "check-newest-python: $(NEWEST_PYTHON)"
 	$(MAKE) --no-print-directory setup VENV=$(NEWEST_VENV) PYTHON=$(NEWEST_PYTHON)

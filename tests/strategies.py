@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from xfmr.attention import LayerInstance
+from xfmr.hessian.attention import LayerInstance
 
 # query-weight scale per attention regime: tiny scores (near uniform), O(1), large scores (near one-hot)
 REGIMES = {"uniform": 1e-4, "generic": 0.7, "one_hot": 6.0}

@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from bookkit.peers.torch_gpt import TorchGPT, to_torch
-from xfmr.addition import answer_positions, make_batch
-from xfmr.gpt import GPTConfig, embed, init_params
+from xfmr.experiments.addition import answer_positions, make_batch
+from xfmr.experiments.gpt import GPTConfig, embed, init_params
 
 N_ANSWER = 6  # answer digits of 5-digit addition: tokens[:, 12:]
 

@@ -16,10 +16,10 @@ from helpers import N_ANSWER, relative_error, small_model  # noqa: E402
 
 from bookkit.peers import curvature as peers  # noqa: E402
 from bookkit.peers.torch_gpt import parameter  # noqa: E402
-from xfmr.addition import answer_positions  # noqa: E402
-from xfmr.curvature import (KINDS, Problem, cross_entropy_loss, dense_matrices,  # noqa: E402
+from xfmr.experiments.addition import answer_positions  # noqa: E402
+from xfmr.experiments.curvature import (KINDS, Problem, cross_entropy_loss, dense_matrices,  # noqa: E402
                             hutchinson_samples)
-from xfmr.sweeps import gpt_problem  # noqa: E402
+from xfmr.experiments.sweeps import gpt_problem  # noqa: E402
 
 N_LAYERS = 2
 PATHS = [("blocks", l, "attn", n) for l in range(N_LAYERS) for n in ("W_Q", "W_K", "W_V")]

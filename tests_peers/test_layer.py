@@ -17,7 +17,7 @@ from helpers import relative_error  # noqa: E402
 
 from bookkit.peers import curvature as peers  # noqa: E402
 from bookkit.peers.torch_gpt import TorchAttentionLayer, to_torch  # noqa: E402
-from xfmr import attention, hessian  # noqa: E402
+from xfmr.hessian import attention, blocks  # noqa: E402
 
 
 def _instance(L, d_V, d_K, seed):
@@ -39,16 +39,16 @@ def test_closed_forms_match_curvlinops(L, d_V, d_K, softmax):
     H_t, G_t = peers.dense_matrices(*ops)
     theirs = {name: attention.split_blocks(M, d_V, d_K)
               for name, M in (("H", H_t), ("H_o", G_t), ("H_f", H_t - G_t))}
-    o = hessian.outer_product_blocks(X, W_Q, W_K, W_V, softmax=softmax)
-    f = hessian.functional_blocks(X, Y, W_Q, W_K, W_V, softmax=softmax)
+    o = blocks.outer_product_blocks(X, W_Q, W_K, W_V, softmax=softmax)
+    f = blocks.functional_blocks(X, Y, W_Q, W_K, W_V, softmax=softmax)
     ours = {"H": {k: o[k] + f[k] for k in o}, "H_o": o, "H_f": f}
     scale = np.linalg.norm(H_t)
     for name in ours:
-        for key in hessian.BLOCK_KEYS:
+        for key in blocks.BLOCK_KEYS:
             a, b = np.asarray(ours[name][key]), theirs[name][key]
             # exact zeros of the theorems: H_f(V,V) (F is linear in W_V), and with linear
             # attention every diagonal block of H_f (F is linear in each weight alone)
-            zero = name == "H_f" and (key == "VV" or (not softmax and key in hessian.DIAGONAL_KEYS))
+            zero = name == "H_f" and (key == "VV" or (not softmax and key in blocks.DIAGONAL_KEYS))
             if zero:
                 assert np.linalg.norm(a) == 0.0 and np.linalg.norm(b) <= 1e-13 * scale, (name, key)
                 continue

@@ -9,9 +9,9 @@ import numpy as np  # noqa: E402
 from helpers import N_ANSWER, small_model  # noqa: E402
 
 from bookkit.peers.torch_gpt import parameter  # noqa: E402
-from xfmr.addition import answer_positions  # noqa: E402
-from xfmr.curvature import cross_entropy_loss  # noqa: E402
-from xfmr.gpt import forward  # noqa: E402
+from xfmr.experiments.addition import answer_positions  # noqa: E402
+from xfmr.experiments.curvature import cross_entropy_loss  # noqa: E402
+from xfmr.experiments.gpt import forward  # noqa: E402
 
 CONFIGS = [
     dict(layer_norm="none"),

@@ -45,7 +45,7 @@ def _best(fn, repeats=5):
 
 def _pfn_config(sizes: dict, **overrides):
     """The PFNConfig of a page's parameters (``sizes`` from :func:`bookkit.book.toc.page_defaults`)."""
-    from xfmr import pfn
+    from xfmr.bayesopt import pfn
 
     names = ("d_model", "n_heads", "n_layers", "d_ff", "n_buckets", "max_context", "n_points")
     return pfn.PFNConfig(d_in=1, **{**{k: sizes[k] for k in names}, **overrides})
@@ -56,7 +56,7 @@ def bench_pfn_train_step() -> list[dict]:
     import optax
 
     from bookkit.book.toc import page_defaults
-    from xfmr import bar, pfn
+    from xfmr.bayesopt import bar, pfn
 
     sizes = page_defaults(Path.cwd(), "book/bayesopt/pfn")
     cfg = _pfn_config(sizes)
@@ -85,10 +85,10 @@ def bench_pfn_train_step() -> list[dict]:
 
 def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts: int, n_fit_steps: int) -> list[dict]:
     """One BayesOpt step at ``n`` observations and ``m`` candidates in 1-D, both through the
-    book's own policies (:mod:`xfmr.bayesopt`): GP-EI with a type-II ML refit against PFN-EI
+    book's own policies (:mod:`xfmr.bayesopt.loop`): GP-EI with a type-II ML refit against PFN-EI
     with the model of ``model_page`` (its default sizes, untrained weights: the cost of a
     forward pass does not depend on the weights)."""
-    from xfmr import bar, bayesopt, pfn
+    from xfmr.bayesopt import bar, loop, pfn
     from bookkit.book.toc import page_defaults
 
     sizes = page_defaults(Path.cwd(), f"book/{model_page}")
@@ -98,11 +98,11 @@ def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts:
     y = jnp.sin(6 * X[:, 0]) + 0.1 * jax.random.normal(k[1], (n,))
     C = jax.random.uniform(k[2], (m, 1))
     mask = jnp.ones(n)
-    gp_policy, gp_state = bayesopt.gp_ei_policy(n_restarts=n_restarts, n_steps=n_fit_steps)
+    gp_policy, gp_state = loop.gp_ei_policy(n_restarts=n_restarts, n_steps=n_fit_steps)
     gp_step = jax.jit(lambda key: jnp.argmax(gp_policy(X, y, mask, C, key, gp_state)[0]))
     params = pfn.init_params(jax.random.key(1), cfg)
     borders = bar.normal_borders(cfg.n_buckets, 1.01**0.5)
-    pfn_policy, _ = bayesopt.pfn_ei_policy(params, cfg, borders)
+    pfn_policy, _ = loop.pfn_ei_policy(params, cfg, borders)
     pfn_step = jax.jit(lambda key: jnp.argmax(pfn_policy(X, y, mask, C, key, None)[0]))
 
     t_gp = _best(lambda: gp_step(jax.random.key(2)))
@@ -140,7 +140,7 @@ def bench_bayesopt_step() -> list[dict]:
 
 def bench_gp_posterior() -> list[dict]:
     jax.config.update("jax_enable_x64", True)
-    from xfmr import gp
+    from xfmr.bayesopt import gp
 
     n = 2000
     k = jax.random.split(jax.random.key(0), 3)

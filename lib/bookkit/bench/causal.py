@@ -1,4 +1,4 @@
-"""Benchmarks of Part VI (standardized causal models): :mod:`xfmr.scm`, :mod:`xfmr.sortability`.
+"""Benchmarks of Part VI (standardized causal models): :mod:`xfmr.causal.scm`, :mod:`xfmr.causal.sortability`.
 
 Every measurement runs in a fresh Python subprocess (float64 JAX on the CPU); ``peak_mib`` is
 that process's peak resident set size (``VmHWM``), JAX runtime included.
@@ -20,7 +20,7 @@ _PRELUDE = """
 import json, time
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
-from xfmr import dags, scm, sortability
+from xfmr.causal import dags, scm, sortability
 
 
 def peak_mib():

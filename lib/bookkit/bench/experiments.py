@@ -8,14 +8,14 @@ machine; the goal is <= 0.33 s. We time the jitted unit with the compilation amo
 (median of repeated calls at new sigmas and probe keys; the compilation is reported on its
 own row), in float32 (the official dtype) and in float64 (the book's dtype).
 
-The unit is the exact code path of the book's sweeps (``xfmr.sweeps.addition_problem`` with
+The unit is the exact code path of the book's sweeps (``xfmr.experiments.sweeps.addition_problem`` with
 ``linear_head=True``, as ``sigma_sweep`` uses it for this model): every probe stops at the
 residual after the attention, and the ReLU MLP and unembedding enter through their per-token
 Jacobian, which is exact for this piecewise-linear head (tested against the plain path in
-``tests/test_sweeps.py``).
+``tests/experiments/test_sweeps.py``).
 
 The deep unit: the same at one sigma for 5 layers, W_Q and W_V of every layer (the paper
-profile's 5-layer sweep, 400 such units), timed as ``xfmr.sweeps.sigma_sweep`` runs it,
+profile's 5-layer sweep, 400 such units), timed as ``xfmr.experiments.sweeps.sigma_sweep`` runs it,
 with all blocks estimated together or only the diagonal blocks, each from its own problem.
 """
 
@@ -34,9 +34,9 @@ GOAL_SECONDS = 0.33
 
 
 def _unit(dtype, d_model: int = 128, batch_size: int = 64, n_probes: int = 20):
-    from xfmr.curvature import hutchinson_samples
-    from xfmr.gpt import GPTConfig
-    from xfmr.sweeps import addition_problem, sweep_instance
+    from xfmr.experiments.curvature import hutchinson_samples
+    from xfmr.experiments.gpt import GPTConfig
+    from xfmr.experiments.sweeps import addition_problem, sweep_instance
 
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d_model)
     params, tokens, _ = sweep_instance(cfg, 0, batch_size=batch_size, dtype=dtype)
@@ -88,8 +88,8 @@ def bench_deep_growth_unit(n_layers: int = 5, n_sigma: int = 3) -> list[dict]:
     difference between a sweep over ``1 + n_sigma`` points and a sweep over 1 point,
     divided by ``n_sigma`` (float64, one seed, compilation excluded by the difference).
     """
-    from xfmr.gpt import GPTConfig
-    from xfmr.sweeps import sigma_sweep
+    from xfmr.experiments.gpt import GPTConfig
+    from xfmr.experiments.sweeps import sigma_sweep
 
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=128, n_layers=n_layers)
     paths = [("blocks", l, "attn", n) for l in range(n_layers) for n in ("W_Q", "W_V")]

@@ -1,4 +1,4 @@
-"""Benchmarks of the closed-form Hessian kernels (:mod:`xfmr.hessian`).
+"""Benchmarks of the closed-form Hessian kernels (:mod:`xfmr.hessian.blocks`).
 
 Every public function returns a list of rows
 ``{"benchmark", "size", "seconds", "peak_mib", "goal", "note"}``. Each measurement runs in a
@@ -8,7 +8,7 @@ parent's peak across fork and exec), which includes the JAX runtime itself (abou
 
 - :func:`dense_vs_autodiff`: all six blocks of ``H = H_o + H_f`` in closed form versus
   ``jax.hessian`` of the loss on the same layer (both jitted, timed after a warm-up call).
-- :func:`block_norms_large`: :func:`xfmr.hessian.block_norms` at GPT-2-small attention sizes,
+- :func:`block_norms_large`: :func:`xfmr.hessian.blocks.block_norms` at GPT-2-small attention sizes,
   timed from a cold start (compilation included).
 - :func:`block_norms_agreement`: ``block_norms`` versus norms of the dense autodiff blocks.
 """
@@ -25,7 +25,7 @@ _PRELUDE = """
 import json, resource, time
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
-from xfmr import attention, hessian
+from xfmr.hessian import attention, blocks
 
 
 def instance(L, d_V, d_K, seed=0):
@@ -66,9 +66,9 @@ def dense_vs_autodiff(sizes=DENSE_SIZES, repeats: int = 7) -> list[dict]:
             X, Y, W_Q, W_K, W_V = instance({L}, {d_V}, {d_K})
             @jax.jit
             def closed_jit(X, Y, W_Q, W_K, W_V):
-                o = hessian.outer_product_blocks(X, W_Q, W_K, W_V)
-                f = hessian.functional_blocks(X, Y, W_Q, W_K, W_V)
-                return {{k: o[k] + f[k] for k in hessian.BLOCK_KEYS}}
+                o = blocks.outer_product_blocks(X, W_Q, W_K, W_V)
+                f = blocks.functional_blocks(X, Y, W_Q, W_K, W_V)
+                return {{k: o[k] + f[k] for k in blocks.BLOCK_KEYS}}
             closed = lambda: closed_jit(X, Y, W_Q, W_K, W_V)
             t0 = time.perf_counter(); blocks = jax.block_until_ready(closed()); first = time.perf_counter() - t0
             t = best_time(closed, {repeats})
@@ -80,10 +80,10 @@ def dense_vs_autodiff(sizes=DENSE_SIZES, repeats: int = 7) -> list[dict]:
             hess = jax.jit(jax.hessian(lambda w: attention.loss(X, Y, *attention.unflatten_weights(w, {d_V}, {d_K}))))
             t0 = time.perf_counter(); H = jax.block_until_ready(hess(w0)); first = time.perf_counter() - t0
             t = best_time(lambda: hess(w0), {repeats})
-            o = hessian.outer_product_blocks(X, W_Q, W_K, W_V)
-            f = hessian.functional_blocks(X, Y, W_Q, W_K, W_V)
+            o = blocks.outer_product_blocks(X, W_Q, W_K, W_V)
+            f = blocks.functional_blocks(X, Y, W_Q, W_K, W_V)
             ref = attention.split_blocks(H, {d_V}, {d_K})
-            err = max(float(jnp.linalg.norm(o[k] + f[k] - ref[k]) / jnp.linalg.norm(ref[k])) for k in hessian.BLOCK_KEYS)
+            err = max(float(jnp.linalg.norm(o[k] + f[k] - ref[k]) / jnp.linalg.norm(ref[k])) for k in blocks.BLOCK_KEYS)
             print(json.dumps({{"seconds": t, "first": first, "peak_mib": peak_mib(), "err": err}}))
         """)
         ratio = auto["seconds"] / closed["seconds"]
@@ -114,9 +114,9 @@ def block_norms_large(L: int = 128, d_V: int = 768, d_K: int = 64) -> list[dict]
         X, Y, W_Q, W_K, W_V = instance({L}, {d_V}, {d_K})
         X = X / np.sqrt({d_V})
         t0 = time.perf_counter()
-        norms = jax.block_until_ready(hessian.block_norms(X, Y, W_Q, W_K, W_V))
+        norms = jax.block_until_ready(blocks.block_norms(X, Y, W_Q, W_K, W_V))
         t = time.perf_counter() - t0
-        t_warm = best_time(lambda: hessian.block_norms(X, Y, W_Q, W_K, W_V), 1)
+        t_warm = best_time(lambda: blocks.block_norms(X, Y, W_Q, W_K, W_V), 1)
         finite = all(bool(jnp.isfinite(v)) for part in norms.values() for v in part.values())
         print(json.dumps({{"seconds": t, "warm": t_warm, "peak_mib": peak_mib(), "finite": finite}}))
     """)
@@ -140,8 +140,8 @@ def block_norms_agreement(sizes=AGREEMENT_SIZES) -> list[dict]:
         for (L, d_V, d_K) in {tuple(sizes)!r}:
             for softmax in (True, False):
                 args = instance(L, d_V, d_K, seed=L)
-                dense = hessian.dense_block_norms(*hessian.autodiff_blocks(*args, softmax=softmax))
-                fast = hessian.block_norms(*args, softmax=softmax)
+                dense = blocks.dense_block_norms(*blocks.autodiff_blocks(*args, softmax=softmax))
+                fast = blocks.block_norms(*args, softmax=softmax)
                 for part in dense:
                     for key in dense[part]:
                         b = float(dense[part][key])

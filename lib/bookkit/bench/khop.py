@@ -17,15 +17,15 @@ GOAL_SECONDS = 1.0
 
 
 def bench_hop_long_sequence(n: int = 100_000, k: int = 16, repeats: int = 5) -> list[dict]:
-    """Median seconds of ``khop.hop(x, k)`` on one sequence of ``n`` tokens (jit amortised)."""
-    from xfmr import khop
+    """Median seconds of ``task.hop(x, k)`` on one sequence of ``n`` tokens (jit amortised)."""
+    from xfmr.khop import task
 
-    x = khop.sample_khop_sequences(jax.random.PRNGKey(0), 1, n, 4)
-    khop.hop(x, k).block_until_ready()  # compile
+    x = task.sample_khop_sequences(jax.random.PRNGKey(0), 1, n, 4)
+    task.hop(x, k).block_until_ready()  # compile
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        khop.hop(x, k).block_until_ready()
+        task.hop(x, k).block_until_ready()
         times.append(time.perf_counter() - t0)
     return [{"benchmark": "Part III hop_k on a long sequence (jit amortised)",
              "size": f"1 sequence of {n} tokens, alphabet 4, k = {k}",

@@ -1,4 +1,4 @@
-"""Benchmark of the block-spectrum estimator (:mod:`xfmr.lanczos`, :mod:`xfmr.blockwise`).
+"""Benchmark of the block-spectrum estimator (:mod:`xfmr.optimisers.lanczos`, :mod:`xfmr.optimisers.blockwise`).
 
 One Lanczos run (50 steps, full reorthogonalisation) on the ``W_Q`` block of the paper's GPT
 (one layer, batch 64, float64) against the dense route (the block assembled from ``P``
@@ -19,8 +19,8 @@ LANCZOS_STEPS = 50
 
 
 def _problem(d_model: int):
-    from xfmr.addition import answer_loss, answer_positions, make_batch
-    from xfmr.gpt import GPTConfig, forward, init_params
+    from xfmr.experiments.addition import answer_loss, answer_positions, make_batch
+    from xfmr.experiments.gpt import GPTConfig, forward, init_params
 
     config = GPTConfig(vocab_size=12, max_len=18, d_model=d_model)
     params = init_params(jax.random.key(0), config, jnp.float64)
@@ -35,7 +35,7 @@ def _problem(d_model: int):
 
 def bench_lanczos_block(sizes=(32, 64, 128), dense_max: int = 64) -> list[dict]:
     """Seconds of one Lanczos run versus the dense eigendecomposition, ``W_Q`` block."""
-    from xfmr.blockwise import block_hvp, block_top_eigenvalues
+    from xfmr.optimisers.blockwise import block_hvp, block_top_eigenvalues
 
     rows = []
     path = ("blocks", 0, "attn", "W_Q")

@@ -2,7 +2,7 @@
 
 One re-plan = the posterior from the precision (Cholesky), the candidate set, the hardest
 candidate pair, the linearised reward and backward induction over the full horizon (the
-policy's action is read off at the current step), exactly as ``xfmr.tcbo`` runs it after
+policy's action is read off at the current step), exactly as ``xfmr.tcbo.tcbo`` runs it after
 every measurement. Sizes: the 12 x 12 grid of the book's comparison (H = 25) and a 30 x 30
 grid (900 states, H = 50). Float64, jit amortised (median of repeated calls on new
 histories; the first call, with compilation, is in the note). Goals from the issue: 0.2 s and
@@ -21,7 +21,7 @@ __all__ = ["bench_tcbo_replan"]
 
 
 def _replan_fn(n_grid: int, horizon: int, lengthscale: float = 0.15, noise_sd: float = 0.1, beta: float = 2.0):
-    from xfmr import tcbo
+    from xfmr.tcbo import tcbo
 
     coords, nb = tcbo.grid_states(n_grid, n_grid)
     Phi = tcbo.features(coords, lengthscale=lengthscale)

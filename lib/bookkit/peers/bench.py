@@ -10,8 +10,8 @@ Frobenius norms of the diagonal W_Q and W_V blocks of H, the GGN and H - GGN of 
   per block, curvlinops' ``HessianLinearOperator`` and ``GGNLinearOperator`` on that block
   (made anew at every sigma, as the input changes), one product of each with the 20 probes,
   ``H_f v = H v - G v``. The timed call includes building the operators.
-- Ours: :func:`xfmr.curvature.gpt_problem` (linear head) and
-  :func:`xfmr.curvature.hutchinson_samples`, one problem per block, as
+- Ours: :func:`xfmr.experiments.curvature.gpt_problem` (linear head) and
+  :func:`xfmr.experiments.curvature.hutchinson_samples`, one problem per block, as
   ``sigma_sweep(blocks="diagonal")`` runs them, in one jitted function.
 
 Both use the same Rademacher probes (drawn with JAX; the torch copies are made before the
@@ -55,10 +55,10 @@ def setup(n_layers: int, d_model: int = D_MODEL, batch_size: int = BATCH, n_prob
     ``theirs(sigma, key)`` returns a function to call (the timed part) so that the probes are
     converted to torch before the clock starts.
     """
-    from xfmr.addition import answer_positions, make_batch
-    from xfmr.curvature import cross_entropy_loss, hutchinson_samples
-    from xfmr.sweeps import gpt_problem
-    from xfmr.gpt import GPTConfig, embed, init_params
+    from xfmr.experiments.addition import answer_positions, make_batch
+    from xfmr.experiments.curvature import cross_entropy_loss, hutchinson_samples
+    from xfmr.experiments.sweeps import gpt_problem
+    from xfmr.experiments.gpt import GPTConfig, embed, init_params
 
     dtype = jnp.float32
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=d_model, n_layers=n_layers)

@@ -1,4 +1,4 @@
-"""Curvature from curvlinops' linear operators, in the layout of :mod:`xfmr.curvature`.
+"""Curvature from curvlinops' linear operators, in the layout of :mod:`xfmr.experiments.curvature`.
 
 curvlinops' ``HessianLinearOperator`` and ``GGNLinearOperator`` act on a list of parameters
 (here the blocks ``theta``, in that order, each flattened row-major like the JAX side) and
@@ -17,7 +17,7 @@ from curvlinops import GGNLinearOperator, HessianLinearOperator
 
 __all__ = ["operators", "dense_matrices", "hutchinson_samples", "diagonal_block_norms"]
 
-KINDS = ("H", "H_o", "H_f")  # as xfmr.curvature.KINDS: H, the GGN, H - GGN
+KINDS = ("H", "H_o", "H_f")  # as xfmr.experiments.curvature.KINDS: H, the GGN, H - GGN
 
 
 def operators(model: torch.nn.Module, loss_func: torch.nn.Module, params: Sequence[torch.nn.Parameter],
@@ -47,7 +47,7 @@ def hutchinson_samples(H_op, G_op, shapes: Sequence[tuple], probes: dict[int, to
 
     ``probes[b]`` holds ``S`` probes on block ``b``, shape ``(S, *shapes[b])`` (the layout of
     the JAX probes). Returns ``{kind: (n_blocks, len(probes), S)}``, entry ``[a, j, s]`` for
-    probe ``s`` on the ``j``-th probed block, as :func:`xfmr.curvature.hutchinson_samples`.
+    probe ``s`` on the ``j``-th probed block, as :func:`xfmr.experiments.curvature.hutchinson_samples`.
     ``H_f v`` is ``H v - H_o v`` from the same two products.
     """
     res = {k: [] for k in KINDS}

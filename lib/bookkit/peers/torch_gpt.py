@@ -1,13 +1,13 @@
-"""The Part I models in PyTorch: the GPT-2-style decoder of :mod:`xfmr.gpt` and the bare
-attention layer of :mod:`xfmr.attention`, each loading the JAX weights.
+"""The Part I models in PyTorch: the GPT-2-style decoder of :mod:`xfmr.experiments.gpt` and the bare
+attention layer of :mod:`xfmr.hessian.attention`, each loading the JAX weights.
 
-The decoder is a line-by-line port of :func:`xfmr.gpt.forward_from_embedding` (same LayerNorm
+The decoder is a line-by-line port of :func:`xfmr.experiments.gpt.forward_from_embedding` (same LayerNorm
 placements ``"none"``, ``"pre"``, ``"post"``, heads, causal mask, softmax or the masked scores,
 ReLU or exact GELU, attention-residual scale, optional MLP, and the last layer restricted to the
 output ``positions``). Its input is the embedded sequence ``x`` ``(B, n, d)``, held fixed as in
-:func:`xfmr.curvature.gpt_problem`, and its output the logits at ``positions`` flattened to
+:func:`xfmr.experiments.curvature.gpt_problem`, and its output the logits at ``positions`` flattened to
 ``(B m, V)``, the layout of ``torch.nn.CrossEntropyLoss(reduction="mean")``, whose mean over
-the ``B m`` answer digits is the book's :func:`xfmr.curvature.cross_entropy`.
+the ``B m`` answer digits is the book's :func:`xfmr.experiments.curvature.cross_entropy`.
 
 Weights are ``torch.nn.Parameter`` s named like the JAX pytree: the JAX block
 ``("blocks", l, "attn", "W_Q")`` is ``model.blocks[l].attn["W_Q"]`` (:func:`parameter`), so that
@@ -25,7 +25,7 @@ from torch import nn
 
 __all__ = ["TorchGPT", "TorchAttentionLayer", "parameter", "to_torch"]
 
-LN_EPS = 1e-5  # as xfmr.gpt.LN_EPS
+LN_EPS = 1e-5  # as xfmr.experiments.gpt.LN_EPS
 
 
 def to_torch(a, dtype=torch.float64) -> torch.Tensor:
@@ -38,23 +38,23 @@ def _params(tree: dict, dtype) -> nn.ParameterDict:
 
 
 def _layer_norm(x: torch.Tensor, p: nn.ParameterDict) -> torch.Tensor:
-    # written out as xfmr.gpt.layer_norm: (x - mean) / sqrt(var + eps) * scale + bias
+    # written out as xfmr.experiments.gpt.layer_norm: (x - mean) / sqrt(var + eps) * scale + bias
     mu = x.mean(-1, keepdim=True)
     var = (x - mu).square().mean(-1, keepdim=True)
     return (x - mu) * torch.rsqrt(var + LN_EPS) * p["scale"] + p["bias"]
 
 
 class TorchGPT(nn.Module):
-    """The decoder of :mod:`xfmr.gpt` with the weights of a JAX ``params`` pytree.
+    """The decoder of :mod:`xfmr.experiments.gpt` with the weights of a JAX ``params`` pytree.
 
     Args:
-        params: the JAX parameters (:func:`xfmr.gpt.init_params` layout); copied.
-        config: the :class:`xfmr.gpt.GPTConfig`.
+        params: the JAX parameters (:func:`xfmr.experiments.gpt.init_params` layout); copied.
+        config: the :class:`xfmr.experiments.gpt.GPTConfig`.
         positions: output positions (int sequence), or ``None`` for all.
         dtype: ``torch.float64`` (the checks) or ``torch.float32`` (the paper's dtype).
 
     ``forward(x)`` maps the embedded input ``(B, n, d)`` to logits ``(B m, V)``;
-    :meth:`logits` keeps them ``(B, m, V)``; :meth:`embed` is :func:`xfmr.gpt.embed`.
+    :meth:`logits` keeps them ``(B, m, V)``; :meth:`embed` is :func:`xfmr.experiments.gpt.embed`.
     """
 
     def __init__(self, params: dict, config, positions: Sequence[int] | None = None,
@@ -135,7 +135,7 @@ class TorchGPT(nn.Module):
 
 
 class TorchAttentionLayer(nn.Module):
-    """The bare layer of :mod:`xfmr.attention`: ``F = softmax(X W_Q W_K^T X^T / sqrt d_K) X W_V``
+    """The bare layer of :mod:`xfmr.hessian.attention`: ``F = softmax(X W_Q W_K^T X^T / sqrt d_K) X W_V``
     (or ``A = T`` with ``softmax=False``); no mask, bias or output projection. ``forward(X)``
     maps ``X`` ``(L, d_V)`` to ``F`` ``(L, d_V)``, so that ``MSELoss(reduction="mean")`` is the
     book's ``||F - Y||_F^2 / (L d_V)``.

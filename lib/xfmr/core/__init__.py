@@ -1,0 +1,8 @@
+"""Shared by every part: argument checks, the training loop and its cache, independent models trained at once, neural-network pieces.
+
+- :mod:`ensemble`     K independent models trained in one call
+- :mod:`train`        the small deterministic training loop (optax) reused by later parts
+- :mod:`train_cache`  a long run's trained parameters kept on disk, loaded for equal settings
+- :mod:`validate`     argument checks every module uses (TypeError for a type, ValueError for a value)
+- :mod:`nn`           pieces shared by the book's neural networks (cross-entropy from logits)
+"""

@@ -1,0 +1,115 @@
+"""Per-block quantities along a training run: Adam's effective step and block Hessian scales.
+
+**Adam's effective step.** After ``t`` steps Adam's state holds the moment estimates
+``mu_t, nu_t`` (``optax.ScaleByAdamState``) and the update it applied last was
+
+.. math::
+
+    u_t = -\\eta\\, \\frac{\\hat\\mu_t}{\\sqrt{\\hat\\nu_t + \\epsilon_{\\rm root}} + \\epsilon},
+    \\qquad \\hat\\mu_t = \\frac{\\mu_t}{1-\\beta_1^t},\\ \\hat\\nu_t = \\frac{\\nu_t}{1-\\beta_2^t}.
+
+The *effective step* of block ``b`` (one leaf) is the root mean square of ``u_t / eta``
+over the block's ``P_b`` entries, :func:`adam_effective_step`: the step size plain SGD
+would need on that block to move it as far as Adam did, per unit of gradient-free scale.
+
+**Block Hessian scales from one SLQ run** (:func:`xfmr.optimisers.blockwise.block_spectra`). Each
+probe of a block is a Rademacher vector ``v`` and its Lanczos quadrature reproduces
+``v^T H_bb^2 v / P_b = ||H_bb v||^2 / P_b`` exactly (from two steps on), so
+``sqrt(P_b * second SLQ moment)`` is the Hutchinson estimate of the Frobenius norm
+``||H_bb||_F`` from the same probes (:func:`slq_frobenius`); the top eigenvalue is the
+largest node.
+
+**Spread across blocks** of positive scales ``s_b``: ``log10(max_b s_b / min_b s_b)``
+decades (:func:`spread_decades`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from xfmr.optimisers.lanczos import SLQResult
+from xfmr.core.validate import check_int, check_real
+
+__all__ = ["find_adam_state", "adam_effective_step", "slq_frobenius", "spread_decades"]
+
+
+def find_adam_state(opt_state: Any) -> optax.ScaleByAdamState:
+    """The first ``optax.ScaleByAdamState`` inside a (nested, e.g. ``optax.chain``) state."""
+    if isinstance(opt_state, optax.ScaleByAdamState):
+        return opt_state
+    if isinstance(opt_state, (tuple, list)):
+        for s in opt_state:
+            try:
+                return find_adam_state(s)
+            except ValueError:
+                pass
+    raise ValueError("opt_state must contain an optax.ScaleByAdamState (from optax.adam or "
+                     f"optax.scale_by_adam), got {type(opt_state).__name__}")
+
+
+def adam_effective_step(opt_state: Any, *, b1: float = 0.9, b2: float = 0.999,
+                        eps: float = 1e-8, eps_root: float = 0.0, batch_dims: int = 0) -> Any:
+    """RMS over each block of ``u_t / eta`` (see the module docstring), from the state.
+
+    Args:
+        opt_state: a state holding an ``optax.ScaleByAdamState`` with ``count = t >= 1``
+            (found by :func:`find_adam_state`); ``b1, b2, eps, eps_root`` must be those of
+            the optimiser (optax defaults here).
+        batch_dims: leading axes of every leaf that index independent models (e.g. ``1``
+            for the stacked models of :mod:`xfmr.core.ensemble`); the RMS runs over the others.
+
+    Returns:
+        A pytree like the parameters whose leaves have the shape of the leading
+        ``batch_dims`` axes (scalars for ``batch_dims=0``).
+    """
+    state = find_adam_state(opt_state)
+    b1 = check_real(b1, "b1", minimum=0.0, maximum=1.0)
+    b2 = check_real(b2, "b2", minimum=0.0, maximum=1.0)
+    eps = check_real(eps, "eps", minimum=0.0)
+    eps_root = check_real(eps_root, "eps_root", minimum=0.0)
+    batch_dims = check_int(batch_dims, "batch_dims", minimum=0)
+    t = int(state.count)
+    if t < 1:
+        raise ValueError(f"opt_state must come after at least one step (count >= 1), got {t}")
+
+    def rms(mu, nu):
+        if mu.ndim < batch_dims:
+            raise ValueError(f"batch_dims must be <= the rank of every leaf, got {batch_dims} "
+                             f"for a leaf of shape {mu.shape}")
+        mu_hat = mu / (1 - b1 ** t)
+        nu_hat = nu / (1 - b2 ** t)
+        u = mu_hat / (jnp.sqrt(nu_hat + eps_root) + eps)
+        axes = tuple(range(batch_dims, u.ndim))
+        return jnp.sqrt(jnp.mean(jnp.square(u), axis=axes))
+
+    return jax.tree_util.tree_map(rms, state.mu, state.nu)
+
+
+def slq_frobenius(result: SLQResult) -> tuple[float, float]:
+    """Hutchinson estimate of ``||H_bb||_F`` from an SLQ run of the block, with its
+    standard error (delta method, over probes): ``sqrt(P m_2)`` with ``m_2`` the mean over
+    probes of ``sum_k w_k theta_k^2`` (exact ``||H v||^2 / P`` per probe when ``m >= 2``).
+    """
+    if not isinstance(result, SLQResult):
+        raise TypeError(f"result must be an xfmr.optimisers.lanczos.SLQResult, got {type(result).__name__}")
+    per_probe = result.dim * np.sum(result.weights * np.asarray(result.nodes, float) ** 2, axis=1)
+    norm = float(np.sqrt(per_probe.mean()))
+    n = per_probe.shape[0]
+    se = float(per_probe.std(ddof=1) / np.sqrt(n) / (2 * max(norm, np.finfo(float).tiny))) \
+        if n > 1 else float("nan")
+    return norm, se
+
+
+def spread_decades(values: Any, axis: int = -1) -> np.ndarray:
+    """``log10(max / min)`` of positive ``values`` along ``axis`` (decades)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 0 or v.shape[axis] == 0:
+        raise ValueError(f"values must have a non-empty axis {axis}, got shape {v.shape}")
+    if not np.all(v > 0) or not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite and positive")
+    return np.log10(v.max(axis) / v.min(axis))

@@ -1,0 +1,262 @@
+"""bookkit.results: recording the pages' key results, the verdict rule, recorded runs."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bookkit import results
+from bookkit.book import execute, toc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """An executed tree (marker at its root) and a kernel working folder inside it."""
+    monkeypatch.delenv(results.ENV_VAR, raising=False)
+    (tmp_path / results.MARKER).touch()
+    folder = tmp_path / "book" / "part"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    return tmp_path
+
+
+def test_record_writes_one_file_per_page(tree):
+    import numpy as np
+
+    assert results.record("growth_rates.slope", np.float64(5.97), spread=np.float32(0.25)) is None
+    results.record("growth_rates.blocks", np.array([1, 2]))
+    results.record("depth.worst", 0.1)
+    path = tree / "results" / "growth_rates.json"
+    assert json.loads(path.read_text()) == {"blocks": {"value": [1, 2]}, "slope": {"value": 5.97, "spread": 0.25}}
+    assert results.load_results(tree / "results") == {
+        "depth.worst": {"value": 0.1}, "growth_rates.blocks": {"value": [1, 2]},
+        "growth_rates.slope": {"value": 5.97, "spread": 0.25}}
+    results.record("growth_rates.slope", 6.0)  # a re-execution overwrites the same key
+    assert json.loads(path.read_text())["slope"] == {"value": 6.0}
+
+
+def test_record_outside_an_executed_tree_is_silent(tmp_path, monkeypatch):
+    monkeypatch.delenv(results.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert results.results_dir() is None
+    assert results.record("page.key", 1.0) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_environment_variable_overrides(tmp_path, monkeypatch):
+    monkeypatch.setenv(results.ENV_VAR, str(tmp_path / "elsewhere"))
+    results.record("page.key", 2)
+    assert json.loads((tmp_path / "elsewhere" / "page.json").read_text()) == {"key": {"value": 2}}
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    path = tmp_path / "a.json"
+    results.write_json_atomic(path, {"x": 1})
+    with pytest.raises(TypeError):
+        results.write_json_atomic(path, {"x": object()})  # json cannot encode it
+    assert json.loads(path.read_text()) == {"x": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("claim", ["page", "Page.key", "a.b.c", "page.", ".key", "pa ge.key"])
+def test_bad_claim_ids(claim):
+    with pytest.raises(ValueError, match="claim"):
+        results.split_claim(claim)
+
+
+def test_bad_values():
+    with pytest.raises(TypeError, match="claim"):
+        results.split_claim(3)
+    with pytest.raises(ValueError, match="finite"):
+        results.to_json(float("nan"))
+    with pytest.raises(TypeError, match="value"):
+        results.to_json(object())
+    assert results.to_json((1, True, None, {"a": 2.5})) == [1, True, None, {"a": 2.5}]
+
+
+@pytest.mark.parametrize(
+    "rule, value, expected",
+    [
+        ({"op": "within", "target": 6, "tol": 0.3}, 5.75, True),
+        ({"op": "within", "target": 6, "tol": 0.3}, 5.65, False),
+        ({"op": "below", "bound": 0.1}, 0.05, True),
+        ({"op": "below", "bound": 0.1}, 0.1, False),
+        ({"op": "above", "bound": 1.0}, 1.2, True),
+        ({"op": "above", "bound": 1.0}, [1.2, 0.9], False),
+        ({"op": "above", "bound": 1.0}, [1.2, 1.1], True),
+        ({"op": "equals", "target": 0.0}, 0.0, True),
+        ({"op": "equals", "target": True}, False, False),
+    ],
+)
+def test_rule(rule, value, expected):
+    assert results.holds(rule, value) is expected
+
+
+@pytest.mark.parametrize("rule", [{"op": "near", "target": 1}, {"op": "within", "target": 1},
+                                  {"op": "below", "bound": 1, "tol": 2}, {"op": "within", "target": 1, "tol": -1}])
+def test_bad_rules(rule):
+    with pytest.raises(ValueError, match="rule"):
+        results.check_rule(rule)
+
+
+def test_verdict_follows_the_value():
+    claim = {"id": "p.k", "verdict": "reproduced", "rule": {"op": "within", "target": 2, "tol": 0.1}}
+    assert results.verdict(claim, {"value": 2.05}) == "reproduced"
+    assert results.verdict(claim, {"value": 2.5}) == "not reproduced"  # the page would fail
+    corrected = dict(claim, verdict="corrected")
+    assert results.verdict(corrected, {"value": 1.95}) == "corrected"
+    refuted = dict(claim, verdict="not reproduced")  # the rule states the source's claim
+    assert results.verdict(refuted, {"value": 3.0}) == "not reproduced"
+    assert results.verdict(refuted, {"value": 2.0}) == "reproduced"
+    own = dict(claim, rule={"op": "below", "bound": "recorded"})
+    assert results.verdict(own, {"value": 0.1, "bound": 0.2}) == "reproduced"
+    assert results.verdict(own, {"value": 0.3, "bound": 0.2}) == "not reproduced"
+    with pytest.raises(KeyError, match="bound"):
+        results.verdict(own, {"value": 0.1})
+    with pytest.raises(KeyError, match="no recorded value"):
+        results.verdict(claim, None)
+    assert results.verdict({"id": "p.k", "verdict": "not attempted"}, None) == "not attempted"
+    with pytest.raises(ValueError, match="not attempted"):
+        results.verdict({"id": "p.k", "verdict": "not attempted"}, {"value": 1})
+    with pytest.raises(ValueError, match="verdict"):
+        results.verdict({"id": "p.k", "verdict": "maybe"}, {"value": 1})
+
+
+def test_record_seeds_keeps_the_mean_and_the_spread_over_seeds(tmp_path):
+    results.record_seeds("page.gap", [1.0, 2.0, 3.0], tmp_path)
+    results.record_seeds("page.lr", 0.03, tmp_path, bound=1)
+    data = json.loads((tmp_path / "page.json").read_text())
+    assert data == {"gap": {"value": 2.0, "spread": 1.0}, "lr": {"value": 0.03, "bound": 1}}
+    for bad in ([1.0], [[1.0, 2.0]]):
+        with pytest.raises(ValueError, match="one value per seed"):
+            results.record_seeds("page.bad", bad, tmp_path)
+
+
+def test_recorded_runs(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "depth.json").write_text('{"worst": {"value": 0.12, "spread": 0.03}}')
+    kept = results.keep_results(tmp_path / "results", tmp_path / "rec", "ci",
+                                ["book/experiments/depth", "book/experiments/other"], "2026-12-02")
+    assert kept == [tmp_path / "rec" / "ci" / "depth.json"]
+    run = results.recorded("depth", "ci", tmp_path / "rec")
+    assert run == {"profile": "ci", "date": "2026-12-02", "page": "book/experiments/depth",
+                   "results": {"worst": {"value": 0.12, "spread": 0.03}}}
+    text = results.describe_recorded("depth", {"worst": "worst slope"}, {"worst": 0.1}, "ci", tmp_path / "rec")
+    assert text == "ci profile, run on 2026-12-02:\n  worst slope  +0.12 (seed sd 0.030)   (this run: +0.10)"
+    assert results.recorded("depth", "paper", tmp_path / "rec") is None
+    assert "No paper-profile run" in results.describe_recorded("depth", {"worst": "w"}, data_dir=tmp_path / "rec")
+    # a page's summary: key -> (per-seed values, label); this run's value is the seeds' mean
+    summary = {"worst": ([0.05, 0.15], "worst slope")}
+    assert results.describe_recorded_summary("depth", summary, profile="ci", data_dir=tmp_path / "rec") == text
+
+
+def test_claims_page_runs_after_every_page_and_before_the_statistics():
+    assert execute.LAST_PAGES == ("book/about/claims", "book/about/execution")
+    pages = toc.toc_pages(ROOT / "_toc.yml")
+    assert set(execute.LAST_PAGES) <= set(pages)
+
+
+def _page(path: Path, cells: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "    format_version: 0.13\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+        "  language: python\n---\n\n# Page\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn = 1\n```\n\n"
+        "```{code-cell} ipython3\n" + cells + "\n```\n")
+
+
+def _recording_book(tmp_path, monkeypatch, toc_body: str) -> None:
+    """A tiny book in ``tmp_path``: the toc ``toc_body``, one page ``part/page`` recording
+    ``page.n = 1.5 n`` (ci sets n = 3), executed with this checkout's ``lib`` importable."""
+    monkeypatch.delenv(results.ENV_VAR, raising=False)
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT / 'lib'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n" + toc_body)
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "profiles.yml").write_text("part/page:\n  ci: {n: 3}\n")
+    _page(tmp_path / "book" / "part" / "page.md", "from bookkit.results import record\nrecord('page.n', n * 1.5)")
+
+
+def test_executor_records_then_runs_the_claims_page_last(tmp_path, monkeypatch):
+    """A two-page book whose claims page comes first in the toc: it still sees the other's result,
+    and a recorded run keeps that result with its date."""
+    _recording_book(tmp_path, monkeypatch, "root: book/about/claims\nchapters:\n  - file: book/part/page\n")
+    _page(tmp_path / "book" / "about" / "claims.md",
+          "from bookkit.results import load_results\nassert load_results('../../results') == "
+          "{'page.n': {'value': 4.5}}, load_results('../../results')")
+    out = tmp_path / "out"
+    assert execute.run(tmp_path, out, "ci", None, keep_results=tmp_path / "rec") == 0
+    assert (out / results.MARKER).read_text() == "ci"
+    assert results.current_profile(out / "book" / "part") == "ci" and results.current_profile(tmp_path) is None
+    kept = json.loads((tmp_path / "rec" / "ci" / "page.json").read_text())
+    assert kept["results"] == {"n": {"value": 4.5}} and kept["page"] == "book/part/page"
+
+
+def test_claims_table_is_well_formed():
+    claims = yaml.safe_load((ROOT / "book" / "_data" / "claims.yml").read_text())
+    pages = {Path(p).name: p for p in toc.toc_pages(ROOT / "_toc.yml")}
+    ids = [c["id"] for c in claims]
+    assert len(ids) == len(set(ids)) >= 25
+    parts = set()
+    for c in claims:
+        page, _ = results.split_claim(c["id"])
+        assert page in pages, c["id"]
+        assert c["verdict"] in results.VERDICTS, c["id"]
+        assert c["source"] and c["statement"], c["id"]
+        if c["verdict"] == "not attempted":
+            assert "rule" not in c, c["id"]
+        else:
+            results.check_rule(c["rule"])
+            source = (ROOT / f"{pages[page]}.md").read_text()  # the page records it (literally or by an f-string)
+            assert f'record("{c["id"]}"' in source or f'record(f"{page}.' in source, c["id"]
+        parts.add(pages[page].split("/")[1])
+    assert {"hessian", "experiments", "cross_entropy", "khop", "bayesopt", "tcbo", "causal"} <= parts
+
+
+def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
+    """`make record-khop`: one page, parameters set on top of a profile, kept under its own label."""
+    _recording_book(tmp_path, monkeypatch, "root: book/part/page\n")
+    assert execute.parse_overrides(["n=[5, 6]"]) == {"n": [5, 6]}
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        execute.parse_overrides(["n"])
+    assert execute.run(tmp_path, tmp_path / "out", "ci", None, overrides={"n": 5}) == 2  # --set needs --page
+    assert execute.run(tmp_path, tmp_path / "out", "ci", ["book/part/page.md"], keep_results=tmp_path / "rec",
+                       overrides={"n": 5}, label="big") == 0
+    kept = json.loads((tmp_path / "rec" / "big" / "page.json").read_text())
+    assert kept["results"] == {"n": {"value": 7.5}} and kept["overrides"] == {"n": 5} and kept["profile"] == "ci"
+    assert results.recorded("page", "big", tmp_path / "rec")["results"]["n"]["value"] == 7.5
+    with pytest.raises(ValueError, match="label"):
+        results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "ci", ["book/part/page"], "d", label="Big!")
+
+
+def test_page_kernels_use_unix_sockets_that_cannot_collide():
+    # Over TCP two kernels started at once can pick the same free port and one dies at start.
+    a, b = execute.IPCKernelManager(), execute.IPCKernelManager()
+    assert a.transport == b.transport == "ipc"
+    assert a.ip != b.ip and os.path.isabs(a.ip)
+
+
+def test_recorded_figures_are_kept_in_page_order_and_shown(tmp_path, capsys):
+    import base64
+
+    png = [b"\x89PNG first", b"\x89PNG second"]
+    cells = [{"cell_type": "markdown", "source": "x"},
+             {"cell_type": "code", "outputs": [{"output_type": "stream", "text": "t"},
+                                               {"output_type": "display_data", "data": {"image/png": base64.b64encode(png[0]).decode()}}]},
+             {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {"image/png": base64.b64encode(png[1]).decode()}}]}]
+    (tmp_path / "out" / "book" / "part").mkdir(parents=True)
+    (tmp_path / "out" / "book" / "part" / "page.ipynb").write_text(json.dumps({"cells": cells}))
+    (tmp_path / "out" / "results").mkdir()
+    (tmp_path / "out" / "results" / "page.json").write_text('{"n": {"value": 1}}')
+    results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "paper", ["book/part/page"], "2026-12-03",
+                         notebooks=tmp_path / "out")
+    run = results.recorded("page", "paper", tmp_path / "rec")
+    assert run["figures"] == ["figures/page-1.png", "figures/page-2.png"]
+    assert [(tmp_path / "rec" / "paper" / f).read_bytes() for f in run["figures"]] == png
+    results.show_recorded_figures("page", "paper", tmp_path / "rec")
+    assert "paper profile, run on 2026-12-03: figure 2 of 2 of this page" in capsys.readouterr().out
+    results.show_recorded_figures("other", "paper", tmp_path / "rec")
+    assert "No figures" in capsys.readouterr().out
