@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xfmr.experiments.gpt import LN_EPS, GPTConfig, forward, forward_from_embedding, head, init_params
+from xfmr.core.nn import LN_EPS
+from xfmr.experiments.gpt import GPTConfig, forward, forward_from_embedding, head, init_params
 
 
 def _ln_ref(x, p):

@@ -25,7 +25,7 @@ from torch import nn
 
 __all__ = ["TorchGPT", "TorchAttentionLayer", "parameter", "to_torch"]
 
-LN_EPS = 1e-5  # as xfmr.experiments.gpt.LN_EPS
+LN_EPS = 1e-5  # as xfmr.core.nn.LN_EPS
 
 
 def to_torch(a, dtype=torch.float64) -> torch.Tensor:
@@ -38,7 +38,7 @@ def _params(tree: dict, dtype) -> nn.ParameterDict:
 
 
 def _layer_norm(x: torch.Tensor, p: nn.ParameterDict) -> torch.Tensor:
-    # written out as xfmr.experiments.gpt.layer_norm: (x - mean) / sqrt(var + eps) * scale + bias
+    # written out as xfmr.core.nn.layer_norm: (x - mean) / sqrt(var + eps) * scale + bias
     mu = x.mean(-1, keepdim=True)
     var = (x - mu).square().mean(-1, keepdim=True)
     return (x - mu) * torch.rsqrt(var + LN_EPS) * p["scale"] + p["bias"]

@@ -4,5 +4,7 @@
 - :mod:`train`        the small deterministic training loop (optax) reused by later parts
 - :mod:`train_cache`  a long run's trained parameters kept on disk, loaded for equal settings
 - :mod:`validate`     argument checks every module uses (TypeError for a type, ValueError for a value)
-- :mod:`nn`           pieces shared by the book's neural networks (cross-entropy from logits)
+- :mod:`nn`           dense, LayerNorm and masked multi-head attention shared by the book's transformers,
+  and cross-entropy from logits
+- :mod:`linalg`       Cholesky factor and ordered triangular solves of every Gaussian posterior (safe under vmap)
 """

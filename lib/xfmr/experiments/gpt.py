@@ -55,11 +55,10 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from xfmr.core.nn import dense, init_attention, init_layer_norm, layer_norm, multi_head_attention
 from xfmr.core.validate import check_choice, check_int, check_real
 
-__all__ = ["GPTConfig", "init_params", "forward", "forward_from_embedding", "head", "LN_EPS"]
-
-LN_EPS = 1e-5
+__all__ = ["GPTConfig", "init_params", "forward", "forward_from_embedding", "head", "embed", "mlp"]
 _ACTIVATIONS = ("relu", "gelu")
 _LAYER_NORMS = ("none", "pre", "post")
 
@@ -117,10 +116,6 @@ class GPTConfig:
         return 0.8 / math.sqrt(self.d_model) if self.init_std is None else self.init_std
 
 
-def _ln_params(d: int, dtype) -> dict:
-    return {"scale": jnp.ones((d,), dtype), "bias": jnp.zeros((d,), dtype)}
-
-
 def init_params(key: jax.Array, config: GPTConfig, dtype=jnp.float32) -> dict:
     """Draw the parameters at initialisation (see module docstring for the pytree layout).
 
@@ -146,68 +141,43 @@ def init_params(key: jax.Array, config: GPTConfig, dtype=jnp.float32) -> dict:
     params: dict = {"embed": {"W_E": normal((V, d)), "W_pos": normal((config.max_len, d))}}
     blocks = []
     for _ in range(config.n_layers):
-        block: dict = {
-            "attn": {
-                "W_Q": normal((d, d)), "W_K": normal((d, d)), "W_V": normal((d, d)),
-                "W_O": normal((d, d)),
-                "b_Q": zeros((d,)), "b_K": zeros((d,)), "b_V": zeros((d,)), "b_O": zeros((d,)),
-            }
-        }
+        block: dict = {"attn": init_attention(keys, d, std, dtype)}
         if config.mlp:
             block["mlp"] = {"W_in": normal((d, m)), "b_in": zeros((m,)),
                             "W_out": normal((m, d)), "b_out": zeros((d,))}
         else:
             next(keys), next(keys)
         if config.layer_norm != "none":
-            block["ln1"] = _ln_params(d, dtype)
+            block["ln1"] = init_layer_norm(d, dtype)
             if config.mlp:
-                block["ln2"] = _ln_params(d, dtype)
+                block["ln2"] = init_layer_norm(d, dtype)
         blocks.append(block)
     params["blocks"] = blocks
     if config.layer_norm == "pre":
-        params["ln_f"] = _ln_params(d, dtype)
+        params["ln_f"] = init_layer_norm(d, dtype)
     params["unembed"] = {"W_U": normal((d, V)), "b_U": zeros((V,))}
     return params
 
 
-def layer_norm(x: jax.Array, p: dict) -> jax.Array:
-    """LayerNorm over the last axis: ``(x - mean) / sqrt(var + LN_EPS) * scale + bias``."""
-    mu = jnp.mean(x, axis=-1, keepdims=True)
-    var = jnp.mean(jnp.square(x - mu), axis=-1, keepdims=True)
-    return (x - mu) * jax.lax.rsqrt(var + jnp.asarray(LN_EPS, x.dtype)) * p["scale"] + p["bias"]
-
-
-def multi_head_attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
-    """Multi-head attention. ``x`` is ``(B, n, d)``; returns ``(out (B, m, d), A (B, H, m, n))``.
+def _attention(p: dict, x: jax.Array, config: GPTConfig, q_pos: jax.Array | None = None):
+    """The block's attention (:func:`xfmr.core.nn.multi_head_attention`) with the causal mask when
+    ``config.causal``. ``x`` is ``(B, n, d)``; returns ``(out (B, m, d), A (B, H, m, n))``.
 
     ``q_pos`` (optional, int ``(m,)``) restricts the queries to those positions (keys and
     values use all ``n``); by default ``m = n``.
     """
-    B, n, d = x.shape
-    H, dh = config.n_heads, config.d_head
-    xq = x if q_pos is None else x[:, q_pos]
+    n = x.shape[1]
     pos_q = jnp.arange(n) if q_pos is None else q_pos
-    q = (xq @ p["W_Q"] + p["b_Q"]).reshape(B, -1, H, dh)
-    k = (x @ p["W_K"] + p["b_K"]).reshape(B, n, H, dh)
-    v = (x @ p["W_V"] + p["b_V"]).reshape(B, n, H, dh)
-    scores = jnp.einsum("bqhe,bkhe->bhqk", q, k) / jnp.sqrt(jnp.asarray(dh, x.dtype))
-    if config.causal:
-        allowed = pos_q[:, None] >= jnp.arange(n)[None, :]
-    else:
-        allowed = jnp.ones((pos_q.shape[0], n), bool)
-    if config.softmax:
-        A = jax.nn.softmax(jnp.where(allowed, scores, -jnp.inf), axis=-1)
-    else:
-        A = jnp.where(allowed, scores, jnp.zeros((), x.dtype))
-    z = jnp.einsum("bhqk,bkhe->bqhe", A, v).reshape(B, -1, d)
-    return z @ p["W_O"] + p["b_O"], A
+    mask = pos_q[:, None] >= jnp.arange(n)[None, :] if config.causal else None
+    return multi_head_attention(p, x, config.n_heads, mask=mask, x_q=None if q_pos is None else x[:, q_pos],
+                                softmax=config.softmax)
 
 
 def mlp(p: dict, x: jax.Array, config: GPTConfig) -> jax.Array:
     """Token-wise MLP ``act(x W_in + b_in) W_out + b_out``."""
-    h = x @ p["W_in"] + p["b_in"]
+    h = dense(x, p["W_in"], p["b_in"])
     h = jax.nn.relu(h) if config.activation == "relu" else jax.nn.gelu(h, approximate=False)
-    return h @ p["W_out"] + p["b_out"]
+    return dense(h, p["W_out"], p["b_out"])
 
 
 def embed(params: dict, tokens: jax.Array, embed_scale=1.0) -> jax.Array:
@@ -240,17 +210,17 @@ def forward_from_embedding(params: dict, x: jax.Array, config: GPTConfig, *,
         q_pos = q_last if i == n_blocks - 1 else None
         x_q = x if q_pos is None else x[:, q_pos]
         if config.layer_norm == "pre":
-            a, A = multi_head_attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
+            a, A = _attention(blk["attn"], layer_norm(x, blk["ln1"]), config, q_pos)
             x = rho * x_q + a
             if config.mlp:
                 x = x + mlp(blk["mlp"], layer_norm(x, blk["ln2"]), config)
         elif config.layer_norm == "post":
-            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
+            a, A = _attention(blk["attn"], x, config, q_pos)
             x = layer_norm(rho * x_q + a, blk["ln1"])
             if config.mlp:
                 x = layer_norm(x + mlp(blk["mlp"], x, config), blk["ln2"])
         else:
-            a, A = multi_head_attention(blk["attn"], x, config, q_pos)
+            a, A = _attention(blk["attn"], x, config, q_pos)
             x = rho * x_q + a
             if stop_after_last_attention and i == n_blocks - 1:
                 return x
