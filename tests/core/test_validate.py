@@ -89,3 +89,22 @@ def test_check_finite_and_shape():
         check_shape(jnp.ones((3, 3)), "K", (2, None))
     with pytest.raises(ValueError, match=r"^y must have shape \(4,\), got \(2, 2\)"):
         check_shape(jnp.ones((2, 2)), "y", (4,))
+
+
+def test_callable_instance_and_float_dtype_checks():
+    import jax.numpy as jnp
+    import pytest
+
+    from xfmr.core.validate import check_callable, check_float_dtype, check_instance
+
+    assert check_callable(len, "f") is len
+    with pytest.raises(TypeError, match="f must be callable, got int"):
+        check_callable(3, "f")
+    assert check_instance(3, "n", (int, float)) == 3
+    with pytest.raises(TypeError, match="config must be a dict, got list"):
+        check_instance([], "config", dict)
+    assert check_float_dtype(jnp.float32) == jnp.dtype("float32")
+    with pytest.raises(ValueError, match="dtype must be a floating dtype, got int32"):
+        check_float_dtype(jnp.int32)
+    with pytest.raises(TypeError, match="dtype must be a floating dtype"):
+        check_float_dtype("not a dtype")

@@ -34,6 +34,9 @@ __all__ = [
     "check_tokens",
     "check_logits",
     "check_labels",
+    "check_callable",
+    "check_instance",
+    "check_float_dtype",
 ]
 
 
@@ -181,6 +184,36 @@ def check_labels(labels: Any, batch_shape: tuple[int, ...], n_classes: int, scor
                 f"[{a.min()}, {a.max()}]"
             )
     return labels
+
+
+def check_callable(value: Any, name: str) -> Any:
+    """``TypeError`` unless ``value`` is callable (a function, a jitted function, a class)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_instance(value: Any, name: str, cls: type | tuple[type, ...]) -> Any:
+    """``TypeError`` unless ``value`` is an instance of ``cls`` (a type or a tuple of types)."""
+    if not isinstance(value, cls):
+        want = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise TypeError(f"{name} must be a {want}, got {type(value).__name__}")
+    return value
+
+
+def check_float_dtype(dtype: Any, name: str = "dtype") -> jnp.dtype:
+    """A floating-point dtype (``float32``, ``float64``, ...), returned as a NumPy dtype.
+
+    ``TypeError`` for something that is not a dtype, ``ValueError`` for a non-float dtype.
+    (float64 arrays are only float64 when ``jax_enable_x64`` is on; the caller asks for it.)
+    """
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a floating dtype, got {dtype!r}") from err
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise ValueError(f"{name} must be a floating dtype, got {dt}")
+    return dt
 
 
 def _span(minimum: int | None, maximum: int | None) -> str:
