@@ -203,7 +203,7 @@ def test_addition_mlp_shapes_and_loss():
 
 
 def test_ensemble_training_equals_independent_runs():
-    from xfmr.core.ensemble import ensemble_loss, per_model, stack, unstack
+    from xfmr.core.ensemble import per_model, stack, train_models, unstack
     from xfmr.core.train import train
     X = jax.random.normal(jax.random.key(0), (16, 3))
     y = X @ jnp.array([1.0, -2.0, 0.5])
@@ -218,7 +218,7 @@ def test_ensemble_training_equals_independent_runs():
     sample_all = lambda k: jax.vmap(lambda i: sample(jax.random.fold_in(k, i)))(jnp.arange(2))  # noqa
     st = stack(inits)
     opt = optax.chain(optax.scale_by_adam(), scale_by_block(per_model(-lrs, st)))
-    res = train(ensemble_loss(loss), st, sample_all, opt, 20, jax.random.key(1), chunk=7)
+    res = train_models(loss, st, sample_all, opt, 20, jax.random.key(1), chunk=7)
     for i, p in enumerate(unstack(res.params)):
         ref = train(loss, inits[i], lambda k, i=i: sample(jax.random.fold_in(k, i)),
                     optax.adam(lrs[i]), 20, jax.random.key(1))
