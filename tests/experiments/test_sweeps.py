@@ -75,14 +75,16 @@ def _full_and_linear(cfg, paths, n_batch=3):
     (1, PATHS), (2, [("blocks", 0, "attn", "W_Q"), ("blocks", 1, "attn", "W_V")])])
 def test_linear_head_is_equivalent(n_layers, paths):
     """The head after the last attention is piecewise linear whatever attention block is
-    differentiated: linear_head gives the same loss and products."""
+    differentiated: linear_head gives the same loss and products (to 1e-7: the two programs
+    round differently, and the cross-entropy curvature of confident predictions cancels digits;
+    a wrong head is off by O(1))."""
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=n_layers, init_std=0.8)
     full, lin = _full_and_linear(cfg, paths)
     assert abs(float(_jit_loss(full)) - float(_jit_loss(lin))) < 1e-13
     a = _jit_samples(full, jax.random.key(2), 3)
     b = _jit_samples(lin, jax.random.key(2), 3)
     for k in KINDS:
-        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-7, atol=1e-14)
 
 
 @pytest.mark.parametrize("layer_norm,softmax,loss", [("pre", True, "ce"), ("none", False, "mse")])

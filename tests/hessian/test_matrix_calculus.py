@@ -78,7 +78,7 @@ def test_float32_is_preserved():
 
 
 def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match="A must be a 2-D"):
+    with pytest.raises(ValueError, match="A must be 2-D"):
         mc.vec_r(jnp.ones(3))
     with pytest.raises(ValueError, match="v must have shape"):
         mc.unvec_r(jnp.ones(5), (2, 3))

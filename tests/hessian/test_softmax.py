@@ -62,5 +62,5 @@ def test_bad_input_names_the_argument():
         sm.softmax_second_derivative_along(jnp.ones(3) / 3, jnp.ones(4))
     with pytest.raises(TypeError, match="a must be a floating"):
         sm.softmax_jacobian(jnp.ones(3, dtype=jnp.int32))
-    with pytest.raises(ValueError, match="A must be a 2-D"):
+    with pytest.raises(ValueError, match="A must be 2-D"):
         sm.row_softmax_jacobian(jnp.ones(3))
