@@ -68,12 +68,12 @@ def test_result_independent_of_chunk(n_steps, chunk):
     np.testing.assert_allclose(a.params["w"], b.params["w"], rtol=1e-12)
 
 
-def test_deterministic_and_key_dependent():
+def test_key_dependent():
+    """Another key, other batches: the losses differ (the run's values are checked against a
+    hand-written loop in test_matches_handwritten_sgd_loop)."""
     loss_fn, sample_batch, _ = _quadratic_problem()
     run = lambda seed: train(loss_fn, jnp.zeros(3), sample_batch, optax.sgd(0.01), 5, jax.random.key(seed))
-    first = run(0).losses
-    np.testing.assert_array_equal(first, run(0).losses)
-    assert not np.allclose(first, run(1).losses)
+    assert not np.allclose(run(0).losses, run(1).losses)
 
 
 def test_preserves_float32():
