@@ -12,7 +12,7 @@ from xfmr.experiments.addition import (EQUALS, PLUS, answer_loss, answer_positio
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), n_digits=st.integers(1, 6),
+@given(seed=st.integers(0, 10_000), n_digits=st.sampled_from([1, 5, 8]),  # few shapes: each compiles
        enrich_prob=st.sampled_from([0.0, 0.2, 1.0]))
 def test_answers_are_right(seed, n_digits, enrich_prob):
     t = make_batch(jax.random.key(seed), 16, n_digits, enrich_prob=enrich_prob)

@@ -16,7 +16,7 @@ def _scores(seed, n, scale):
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.integers(1, 6), scale=st.sampled_from([1e-3, 1.0, 8.0]), data=st.data())
+@given(n=st.sampled_from([1, 3, 6]), scale=st.sampled_from([1e-3, 1.0, 8.0]), data=st.data())
 def test_jacobian_and_second_derivative_match_autodiff(n, scale, data):
     """Scores drawn as arrays; scale 1e-3: near-uniform, 8: near one-hot probabilities."""
     t = scale * jnp.asarray(data.draw(matrices((n,))))
