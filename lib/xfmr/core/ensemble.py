@@ -82,18 +82,8 @@ def split_batches(sample_batch: Callable[[jax.Array], Any], n_models: int) -> Ca
     return sample_batches
 
 
-def train_models(
-    loss_fn: Callable[[Any, Any], jax.Array],
-    params: Any,
-    sample_batches: Callable[[jax.Array], Any],
-    optimizer: optax.GradientTransformation,
-    n_steps: int,
-    key: jax.Array,
-    *,
-    desc: str = "train",
-    chunk: int = 100,
-    checkpoints: Sequence[int] = (),
-) -> TrainResult:
+def train_models(loss_fn: Callable[[Any, Any], jax.Array], params: Any, sample_batches: Callable[[jax.Array], Any],
+                 optimizer: optax.GradientTransformation, n_steps: int, key: jax.Array, **options: Any) -> TrainResult:
     """Train the ``K`` stacked models ``params`` at once, each on its own loss and batch.
 
     Args:
@@ -103,8 +93,9 @@ def train_models(
         sample_batches: ``sample_batches(key) -> batches``, the ``K`` models' batches of the step
             whose key is ``key``, stacked along a leading axis ``K`` (model ``m`` trains on
             batch ``m``; :func:`split_batches` builds one from a one-model sampler).
-        optimizer, n_steps, key, desc, chunk, checkpoints: as for :func:`xfmr.core.train.train`,
-            which runs the loop on the ensemble loss ``sum_m loss_fn(params_m, batch_m)``.
+        optimizer, n_steps, key: as for :func:`xfmr.core.train.train`, which runs the loop on the
+            ensemble loss ``sum_m loss_fn(params_m, batch_m)``.
+        options: :func:`xfmr.core.train.train`'s keywords (``desc``, ``chunk``, ``checkpoints``).
 
     Returns:
         :class:`xfmr.core.train.TrainResult` with the stacked parameters (and snapshots) and the
@@ -127,8 +118,7 @@ def train_models(
     def ensemble_loss(stacked, batches):
         return jnp.sum(model_losses(stacked, batches))
 
-    return train(ensemble_loss, params, sample_batches, optimizer, n_steps, key,
-                 desc=desc, chunk=chunk, checkpoints=checkpoints)
+    return train(ensemble_loss, params, sample_batches, optimizer, n_steps, key, **options)
 
 
 def _n_models(tree: Any, name: str) -> int:
