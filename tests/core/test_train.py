@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xfmr.core.train import TrainResult, progress_disabled, train, train_seeds
+from xfmr.core.train import TrainResult, progress_disabled, train
 
 
 def _quadratic_problem(dim=3):
@@ -68,12 +68,12 @@ def test_result_independent_of_chunk(n_steps, chunk):
     np.testing.assert_allclose(a.params["w"], b.params["w"], rtol=1e-12)
 
 
-def test_deterministic_and_key_dependent():
+def test_key_dependent():
+    """Another key, other batches: the losses differ (the run's values are checked against a
+    hand-written loop in test_matches_handwritten_sgd_loop)."""
     loss_fn, sample_batch, _ = _quadratic_problem()
     run = lambda seed: train(loss_fn, jnp.zeros(3), sample_batch, optax.sgd(0.01), 5, jax.random.key(seed))
-    first = run(0).losses
-    np.testing.assert_array_equal(first, run(0).losses)
-    assert not np.allclose(first, run(1).losses)
+    assert not np.allclose(run(0).losses, run(1).losses)
 
 
 def test_preserves_float32():
@@ -130,28 +130,6 @@ def test_bad_input_raises_clear_error(kwargs, error, match):
     chunk = args.pop("chunk", 100)
     with pytest.raises(error, match=match):
         train(**args, chunk=chunk)
-
-
-def test_train_seeds_is_independent_runs():
-    """Seed s of the ensemble is the single run that starts from its init key and sees its
-    share of every step's key (Adam: per-parameter state, so no coupling between seeds)."""
-    loss_fn, sample_batch, _ = _quadratic_problem()
-    init = lambda k: jax.random.normal(k, (3,))  # noqa: E731
-    opt, key, n_seeds = optax.adam(0.05), jax.random.key(7), 3
-    ens = train_seeds(loss_fn, init, sample_batch, opt, 40, key, n_seeds=n_seeds, chunk=16)
-    assert ens.params.shape == (n_seeds, 3) and ens.losses.shape == (40,)
-    k_init, k_train = jax.random.split(key)
-    singles = []
-    for s in range(n_seeds):
-        one = train(loss_fn, init(jax.random.split(k_init, n_seeds)[s]),
-                    lambda k, s=s: sample_batch(jax.random.split(k, n_seeds)[s]), opt, 40, k_train)
-        np.testing.assert_allclose(ens.params[s], one.params, rtol=1e-10, atol=1e-12)
-        singles.append(one.losses)
-    np.testing.assert_allclose(ens.losses, np.sum(singles, axis=0), rtol=1e-10)
-    with pytest.raises(ValueError, match="n_seeds"):
-        train_seeds(loss_fn, init, sample_batch, opt, 4, key, n_seeds=0)
-    with pytest.raises(TypeError, match="init_params"):
-        train_seeds(loss_fn, None, sample_batch, opt, 4, key, n_seeds=2)
 
 
 def test_checkpoints_are_the_states_of_shorter_runs():

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from xfmr.core.validate import check_array, check_choice, check_finite, check_int, check_real, check_shape
+from xfmr.core.validate import (check_array, check_choice, check_dtype_enabled, check_finite, check_int, check_real,
+                                check_shape)
 
 
 @pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), np.uint8(3)])
@@ -108,3 +109,15 @@ def test_callable_instance_and_float_dtype_checks():
         check_float_dtype(jnp.int32)
     with pytest.raises(TypeError, match="dtype must be a floating dtype"):
         check_float_dtype("not a dtype")
+
+
+def test_check_dtype_enabled_refuses_what_jax_would_narrow():
+    assert check_dtype_enabled(jnp.float64) == np.float64   # the tests run with jax_enable_x64
+    with jax.enable_x64(False):
+        assert check_dtype_enabled("float32") == np.float32
+        assert check_dtype_enabled(jnp.int32, "digits") == np.int32
+        for wide in (jnp.float64, jnp.int64):
+            with pytest.raises(ValueError, match="^dtype .*64 needs jax.config.update"):
+                check_dtype_enabled(wide)
+    with pytest.raises(TypeError, match="^dtype must be a dtype"):
+        check_dtype_enabled("float99")

@@ -21,6 +21,13 @@ def test_long_tailed_chain_rows_are_zipf():
     for row in np.asarray(chain.transition):
         np.testing.assert_allclose(np.sort(row)[::-1], zipf, rtol=1e-12)
     np.testing.assert_allclose(chain.initial, np.full(6, 1 / 6))
+    # the dtype is an argument (float64 by default), not the process flag
+    assert chain.transition.dtype == jnp.float64
+    narrow = long_tailed_chain(jax.random.key(0), 6, exponent=1.5, dtype=jnp.float32)
+    assert narrow.transition.dtype == jnp.float32
+    np.testing.assert_allclose(narrow.transition, chain.transition, rtol=1e-6)
+    with jax.enable_x64(False), pytest.raises(ValueError, match="jax_enable_x64"):
+        long_tailed_chain(jax.random.key(0), 6)
 
 
 def test_stationary_distribution_is_fixed_point():

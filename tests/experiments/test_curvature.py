@@ -107,7 +107,9 @@ def test_bad_input_raises():
         hutchinson_samples(problem._replace(theta=list(problem.theta)), key, 2)
     with pytest.raises(TypeError, match="Problem"):
         dense_matrices(tuple(problem))
-    with pytest.raises(TypeError, match="callables"):
+    with pytest.raises(TypeError, match="problem.loss_fn must be callable"):
         dense_matrices(problem._replace(loss_fn=None))
+    with pytest.raises(ValueError, match="problem.theta must be a non-empty tuple"):
+        dense_matrices(problem._replace(theta=()))
     with pytest.raises(ValueError, match="3-D"):
         hutchinson_block_norms({"H": np.ones((2, 2))})

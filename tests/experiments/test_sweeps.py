@@ -41,6 +41,12 @@ def _jit_samples(problem, key, n_probes):
     return jax.jit(lambda k: hutchinson_samples(problem, k, n_probes))(key)
 
 
+def _jit_loss_and_samples(problem, key, n_probes):
+    """The loss and hutchinson_samples, compiled together (one compilation)."""
+    return jax.jit(lambda th, k: (problem.loss_fn(problem.out_fn(th)), hutchinson_samples(problem, k, n_probes)))(
+        problem.theta, key)
+
+
 @pytest.mark.parametrize("layer_norm,softmax,loss", [("none", True, "ce"), ("pre", True, "ce"),
                                                      ("none", False, "mse")])
 def test_products_match_dense(layer_norm, softmax, loss):
@@ -51,10 +57,11 @@ def test_products_match_dense(layer_norm, softmax, loss):
     assert float(jnp.abs(H - H.T).max()) < 1e-12 * scale
     ev = jnp.linalg.eigvalsh(H_o)
     assert float(ev.min()) > -1e-12 * float(ev.max())  # H_o is PSD for a convex L
-    prod = jax.jit(lambda b, v: products(problem, b, v), static_argnums=0)
-    for b in range(3):
-        v = jax.random.normal(jax.random.key(b), problem.theta[b].shape, jnp.float64)
-        H_o_v, H_f_v = prod(b, v)
+    vs = [jax.random.normal(jax.random.key(b), problem.theta[b].shape, jnp.float64) for b in range(3)]
+    # the three blocks' products in one compiled program
+    prods = jax.jit(lambda vs: [products(problem, b, v) for b, v in enumerate(vs)])(vs)
+    for b, v in enumerate(vs):
+        H_o_v, H_f_v = prods[b]
         for a in range(3):
             np.testing.assert_allclose(np.asarray(H_o_v[a]).ravel(),
                                        np.asarray(H_o[sl[a], sl[b]] @ v.ravel()), atol=1e-12 * scale)
@@ -75,21 +82,23 @@ def _full_and_linear(cfg, paths, n_batch=3):
     (1, PATHS), (2, [("blocks", 0, "attn", "W_Q"), ("blocks", 1, "attn", "W_V")])])
 def test_linear_head_is_equivalent(n_layers, paths):
     """The head after the last attention is piecewise linear whatever attention block is
-    differentiated: linear_head gives the same loss and products."""
+    differentiated: linear_head gives the same loss and products (to 1e-7: the two programs
+    round differently, and the cross-entropy curvature of confident predictions cancels digits;
+    a wrong head is off by O(1))."""
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=n_layers, init_std=0.8)
     full, lin = _full_and_linear(cfg, paths)
-    assert abs(float(_jit_loss(full)) - float(_jit_loss(lin))) < 1e-13
-    a = _jit_samples(full, jax.random.key(2), 3)
-    b = _jit_samples(lin, jax.random.key(2), 3)
+    loss_full, a = _jit_loss_and_samples(full, jax.random.key(2), 3)
+    loss_lin, b = _jit_loss_and_samples(lin, jax.random.key(2), 3)
+    assert abs(float(loss_full) - float(loss_lin)) < 1e-13
     for k in KINDS:
-        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-7, atol=1e-14)
 
 
 @pytest.mark.parametrize("layer_norm,softmax,loss", [("pre", True, "ce"), ("none", False, "mse")])
 def test_diagonal_sweep_is_the_diagonal_of_the_full_sweep(layer_norm, softmax, loss):
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=4, n_layers=2, layer_norm=layer_norm,
                     softmax=softmax)
-    paths = [("blocks", l, "attn", n) for l in range(2) for n in ("W_Q", "W_V")]
+    paths = [("blocks", 0, "attn", "W_Q"), ("blocks", 1, "attn", "W_V")]  # one block per layer
     kw = dict(n_seeds=1, batch_size=3, n_probes=2, loss=loss)
     full = sigma_sweep(cfg, [0.1, 2.0], paths, **kw)
     diag = sigma_sweep(cfg, [0.1, 2.0], paths, blocks="diagonal", **kw)

@@ -62,6 +62,19 @@ def test_random_instance_draws_what_it_says():
         attention.random_instance(jax.random.PRNGKey(0), 3, 4, 2, weights="xavier")
     with pytest.raises(TypeError, match="d_K"):
         attention.random_instance(jax.random.PRNGKey(0), 3, 4, 2.0)
+    # entries are standard normal: moments over a large instance (8000 draws each for X and Y)
+    big = attention.random_instance(jax.random.PRNGKey(1), 4000, 2, 1)
+    for a in (big.X, big.Y):
+        assert abs(float(a.mean())) < 0.05 and abs(float(a.var()) - 1.0) < 0.05
+    # the dtype is an argument, not the process flag: float32 draws are the same with x64 off
+    f32 = attention.random_instance(jax.random.PRNGKey(0), 3, 4, 2, dtype=jnp.float32)
+    assert all(a.dtype == jnp.float32 for a in f32)
+    with jax.enable_x64(False):
+        off = attention.random_instance(jax.random.PRNGKey(0), 3, 4, 2, dtype=jnp.float32)
+        with pytest.raises(ValueError, match="jax_enable_x64"):
+            attention.random_instance(jax.random.PRNGKey(0), 3, 4, 2)
+    for a, b in zip(f32, off):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_split_blocks_shapes_and_symmetry():

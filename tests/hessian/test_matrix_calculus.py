@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from tests.strategies import matrices
 from xfmr.hessian import matrix_calculus as mc
 
-dims = st.integers(min_value=1, max_value=4)
+# Few fixed shapes, because every new shape costs XLA compilations; hypothesis varies values.
+# Each set has a 1 (vector or scalar factor), non-square and square factors.
+dims = st.sampled_from([1, 2, 4])
 
 
 def _rand(key, *shape):
@@ -23,9 +25,10 @@ def test_vec_r_is_row_major_and_invertible():
     assert jnp.array_equal(mc.unvec_r(mc.vec_r(A), (2, 3)), A)
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
-@given(p=dims, m=dims, n=dims, q=dims, data=st.data())
-def test_kronecker_rule(p, m, n, q, data):
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(pmnq=st.sampled_from([(1, 2, 4, 2), (2, 4, 1, 4), (4, 2, 2, 1), (2, 2, 2, 2)]), data=st.data())
+def test_kronecker_rule(pmnq, data):
+    p, m, n, q = pmnq
     A, B, C = (jnp.asarray(data.draw(matrices(s))) for s in ((p, m), (m, n), (n, q)))
     lhs = mc.vec_r(A @ B @ C)
     rhs = jnp.kron(A, C.T) @ mc.vec_r(B)
@@ -33,7 +36,7 @@ def test_kronecker_rule(p, m, n, q, data):
     assert jnp.allclose(mc.kron_matvec(A, C, B), rhs, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
+@settings(max_examples=8, deadline=None, derandomize=True)
 @given(m=dims, n=dims, data=st.data())
 def test_commutation_matrix(m, n, data):
     B = jnp.asarray(data.draw(matrices((n, m))))
@@ -62,8 +65,9 @@ def test_matrix_jacobian_of_products():
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
-@given(n=st.integers(1, 4), a1=dims, a2=dims, b1=dims, b2=dims, data=st.data())
-def test_kron_sum_and_its_norm(n, a1, a2, b1, b2, data):
+@given(shapes=st.sampled_from([(1, (2, 4), (1, 2)), (3, (2, 2), (4, 1)), (4, (1, 2), (2, 2))]), data=st.data())
+def test_kron_sum_and_its_norm(shapes, data):
+    n, (a1, a2), (b1, b2) = shapes
     As, Bs = jnp.asarray(data.draw(matrices((n, a1, a2)))), jnp.asarray(data.draw(matrices((n, b1, b2))))
     dense = sum(jnp.kron(As[i], Bs[i]) for i in range(n))
     assert jnp.allclose(mc.kron_sum(As, Bs), dense, atol=1e-12)
@@ -78,7 +82,7 @@ def test_float32_is_preserved():
 
 
 def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match="A must be a 2-D"):
+    with pytest.raises(ValueError, match="A must be 2-D"):
         mc.vec_r(jnp.ones(3))
     with pytest.raises(ValueError, match="v must have shape"):
         mc.unvec_r(jnp.ones(5), (2, 3))

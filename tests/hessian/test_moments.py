@@ -23,7 +23,7 @@ def _instance(seed, L, d, scale):
 def moment_instances(draw):
     """X (L, d), V (L, d) and attention A = softmax(scale * logits): near-uniform (1e-3),
     generic (1) or near one-hot (6) rows."""
-    L, d = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    L, d = draw(st.sampled_from([(1, 2), (3, 1), (5, 3)]))  # few shapes: each one compiles
     scale = draw(st.sampled_from([1e-3, 1.0, 6.0]))
     X, V = jnp.asarray(draw(matrices((L, d)))), jnp.asarray(draw(matrices((L, d))))
     A = jax.nn.softmax(scale * jnp.asarray(draw(matrices((L, L)))), axis=-1)

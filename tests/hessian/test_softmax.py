@@ -16,7 +16,7 @@ def _scores(seed, n, scale):
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.integers(1, 6), scale=st.sampled_from([1e-3, 1.0, 8.0]), data=st.data())
+@given(n=st.sampled_from([1, 3, 6]), scale=st.sampled_from([1e-3, 1.0, 8.0]), data=st.data())
 def test_jacobian_and_second_derivative_match_autodiff(n, scale, data):
     """Scores drawn as arrays; scale 1e-3: near-uniform, 8: near one-hot probabilities."""
     t = scale * jnp.asarray(data.draw(matrices((n,))))
@@ -62,5 +62,5 @@ def test_bad_input_names_the_argument():
         sm.softmax_second_derivative_along(jnp.ones(3) / 3, jnp.ones(4))
     with pytest.raises(TypeError, match="a must be a floating"):
         sm.softmax_jacobian(jnp.ones(3, dtype=jnp.int32))
-    with pytest.raises(ValueError, match="A must be a 2-D"):
+    with pytest.raises(ValueError, match="A must be 2-D"):
         sm.row_softmax_jacobian(jnp.ones(3))

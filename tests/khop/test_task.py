@@ -213,10 +213,10 @@ def test_construction_does_not_call_the_reference(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("the construction must not call the reference")
 
-    monkeypatch.setattr(khop, "_hop", boom)
-    monkeypatch.setattr(khop, "_find", boom)
-    monkeypatch.setattr(khop, "hop", boom)
-    monkeypatch.setattr(khop, "find", boom)
-    monkeypatch.setattr(khop, "_find_power", boom)
-    monkeypatch.setattr(khop, "find_power", boom)
+    monkeypatch.setattr(task, "_hop", boom)
+    monkeypatch.setattr(task, "_find", boom)
+    monkeypatch.setattr(task, "hop", boom)
+    monkeypatch.setattr(task, "find", boom)
+    monkeypatch.setattr(task, "_find_power", boom)
+    monkeypatch.setattr(task, "find_power", boom)
     assert (model(x) == expected).all()

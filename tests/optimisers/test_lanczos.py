@@ -33,15 +33,18 @@ def _gpt_loss(d=4, batch=4):
     return loss, params, tokens
 
 
-def _dense_block(loss, params, tokens, path):
-    """Reference: jax.hessian of the loss as a function of the block alone."""
+@functools.lru_cache(maxsize=None)
+def _gpt_dense_block(path):
+    """Reference: jax.hessian of _gpt_loss() as a function of the block at ``path`` alone
+    (computed once per block for all the tests that need it)."""
+    loss, params, tokens = _gpt_loss()
     t0 = get_path(params, path)
     H = jax.jit(jax.hessian(lambda t: loss(set_path(params, path, t), tokens)))(t0)
     return H.reshape(t0.size, t0.size)
 
 
 def _dense_from_hvp(loss, params, tokens, path):
-    """The block assembled from block_hvp (checked against _dense_block above)."""
+    """The block assembled from block_hvp (checked against _gpt_dense_block above)."""
     mv, dim = block_hvp(loss, params, path, tokens)
     return np.asarray(jax.jit(jax.vmap(mv))(jnp.eye(dim)))
 
@@ -74,7 +77,7 @@ def test_gauss_quadrature_is_exact_to_degree_2m_minus_1(m):
 def test_block_hvp_matches_dense_hessian_block():
     loss, params, tokens = _gpt_loss()
     for path in [("blocks", 0, "attn", "W_Q")]:
-        H = _dense_block(loss, params, tokens, path)
+        H = _gpt_dense_block(path)
         mv, dim = block_hvp(loss, params, path, tokens)
         mv = jax.jit(mv)
         assert dim == H.shape[0]
@@ -90,7 +93,7 @@ def test_full_lanczos_on_a_gpt_hessian_block_finds_its_eigenvalues():
     vector is a node."""
     loss, params, tokens = _gpt_loss()
     path = ("blocks", 0, "attn", "W_Q")
-    H = _dense_from_hvp(loss, params, tokens, path)
+    H = np.asarray(_gpt_dense_block(path))
     ev, U = np.linalg.eigh(H)
     mv, dim = block_hvp(loss, params, path, tokens)
     q = jax.random.rademacher(jax.random.key(4), (dim,), dtype=jnp.float64)
@@ -203,7 +206,7 @@ def test_addition_mlp_shapes_and_loss():
 
 
 def test_ensemble_training_equals_independent_runs():
-    from xfmr.core.ensemble import ensemble_loss, per_model, stack, unstack
+    from xfmr.core.ensemble import per_model, stack, train_models, unstack
     from xfmr.core.train import train
     X = jax.random.normal(jax.random.key(0), (16, 3))
     y = X @ jnp.array([1.0, -2.0, 0.5])
@@ -218,7 +221,7 @@ def test_ensemble_training_equals_independent_runs():
     sample_all = lambda k: jax.vmap(lambda i: sample(jax.random.fold_in(k, i)))(jnp.arange(2))  # noqa
     st = stack(inits)
     opt = optax.chain(optax.scale_by_adam(), scale_by_block(per_model(-lrs, st)))
-    res = train(ensemble_loss(loss), st, sample_all, opt, 20, jax.random.key(1), chunk=7)
+    res = train_models(loss, st, sample_all, opt, 20, jax.random.key(1), chunk=7)
     for i, p in enumerate(unstack(res.params)):
         ref = train(loss, inits[i], lambda k, i=i: sample(jax.random.fold_in(k, i)),
                     optax.adam(lrs[i]), 20, jax.random.key(1))

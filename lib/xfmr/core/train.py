@@ -33,9 +33,9 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
-from xfmr.core.validate import check_int
+from xfmr.core.validate import check_callable, check_instance, check_int
 
-__all__ = ["TrainResult", "Snapshot", "train", "train_seeds", "progress_disabled"]
+__all__ = ["TrainResult", "Snapshot", "train", "progress_disabled"]
 
 
 class TrainResult(NamedTuple):
@@ -123,17 +123,9 @@ def train(
         ValueError: ``n_steps < 1``, ``chunk < 1``, a checkpoint outside ``[0, n_steps]``,
             ``key`` not a PRNG key, or ``loss_fn`` not returning a scalar.
     """
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable loss_fn(params, batch), got {type(loss_fn).__name__}")
-    if not callable(sample_batch):
-        raise TypeError(
-            f"sample_batch must be callable sample_batch(key), got {type(sample_batch).__name__}"
-        )
-    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
-        raise TypeError(
-            "optimizer must be an optax.GradientTransformation (with init and update), "
-            f"got {type(optimizer).__name__}"
-        )
+    check_callable(loss_fn, "loss_fn")
+    check_callable(sample_batch, "sample_batch")
+    check_instance(optimizer, "optimizer", optax.GradientTransformation)
     n_steps = check_int(n_steps, "n_steps", minimum=1)
     chunk = check_int(chunk, "chunk", minimum=1)
     if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
@@ -184,45 +176,3 @@ def train(
     return TrainResult(params=carry[0], losses=np.concatenate(losses), opt_state=carry[1],
                        snapshots=tuple(snapshots))
 
-
-def train_seeds(
-    loss_fn: Callable[[Any, Any], jax.Array],
-    init_params: Callable[[jax.Array], Any],
-    sample_batch: Callable[[jax.Array], Any],
-    optimizer: optax.GradientTransformation,
-    n_steps: int,
-    key: jax.Array,
-    *,
-    n_seeds: int,
-    desc: str = "train",
-    chunk: int = 100,
-) -> TrainResult:
-    """Train ``n_seeds`` independent models at once (one seed ensemble, vmapped).
-
-    ``key`` splits into ``(k_init, k_train)``; seed ``s`` starts from
-    ``init_params(split(k_init, n_seeds)[s])``, and at step ``t`` draws its batch from
-    ``split(fold_in(k_train, t), n_seeds)[s]``. The objective is the sum over seeds of
-    ``loss_fn(params_s, batch_s)``: the seeds do not interact, each gets its own gradient
-    (the optimiser state is per parameter, so Adam-type updates stay per seed too).
-
-    Returns:
-        :class:`TrainResult` with the stacked parameters (leading axis ``n_seeds``) and the
-        ``(n_steps,)`` losses *summed* over the seeds.
-    """
-    if not callable(init_params):
-        raise TypeError(f"init_params must be callable init_params(key), got {type(init_params).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable loss_fn(params, batch), got {type(loss_fn).__name__}")
-    if not callable(sample_batch):
-        raise TypeError(f"sample_batch must be callable sample_batch(key), got {type(sample_batch).__name__}")
-    n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
-    k_init, k_train = jax.random.split(key)
-    params = jax.vmap(init_params)(jax.random.split(k_init, n_seeds))
-
-    def ensemble_loss(stacked, batches):
-        return jax.vmap(loss_fn)(stacked, batches).sum()
-
-    def sample_seeds(k):
-        return jax.vmap(sample_batch)(jax.random.split(k, n_seeds))
-
-    return train(ensemble_loss, params, sample_seeds, optimizer, n_steps, k_train, desc=desc, chunk=chunk)

@@ -24,14 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from xfmr.core.train import TrainResult
+from xfmr.core.validate import check_instance
 
 
 def cache_path(directory: str | os.PathLike, name: str, settings: Mapping[str, Any]) -> Path:
     """The file that holds the run ``name`` with these ``settings``."""
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
+    check_instance(name, "name", str)
+    if not name or any(c in name for c in "/\\"):
         raise ValueError(f"name must be a non-empty file-name part without slashes, got {name!r}")
-    if not isinstance(settings, Mapping):
-        raise TypeError(f"settings must be a mapping of JSON-serialisable values, got {type(settings).__name__}")
+    check_instance(settings, "settings", Mapping)
     try:
         text = json.dumps(dict(settings), sort_keys=True)
     except TypeError as e:

@@ -37,6 +37,7 @@ __all__ = [
     "check_callable",
     "check_instance",
     "check_float_dtype",
+    "check_dtype_enabled",
 ]
 
 
@@ -213,6 +214,22 @@ def check_float_dtype(dtype: Any, name: str = "dtype") -> jnp.dtype:
         raise TypeError(f"{name} must be a floating dtype, got {dtype!r}") from err
     if not jnp.issubdtype(dt, jnp.floating):
         raise ValueError(f"{name} must be a floating dtype, got {dt}")
+    return dt
+
+
+def check_dtype_enabled(dtype: Any, name: str = "dtype") -> jnp.dtype:
+    """``dtype`` as a NumPy dtype; ``ValueError`` if JAX would silently make its arrays narrower.
+
+    A 64-bit type (``float64``, ``int64``) is only honoured with ``jax_enable_x64`` on; without
+    it JAX builds 32-bit arrays (and draws other random numbers), so asking for one is an error
+    here instead of a result that depends on a process flag.
+    """
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a dtype, got {dtype!r}") from err
+    if jax.dtypes.canonicalize_dtype(dt) != dt:
+        raise ValueError(f"{name} {dt} needs jax.config.update('jax_enable_x64', True)")
     return dt
 
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from xfmr.cross_entropy.sources import MarkovChain
-from xfmr.core.validate import check_int, check_tokens
+from xfmr.core.validate import check_dtype_enabled, check_float_dtype, check_int, check_tokens
 
 __all__ = [
     "init_logit_params",
@@ -34,10 +34,11 @@ __all__ = [
 ]
 
 
-def init_logit_params(key: jax.Array, n_states: int, *, scale: float = 0.01, dtype=None) -> dict:
-    """Logits $b \\sim \\mathcal{N}(0, s^2 I_K)$, $W \\sim \\mathcal{N}(0, s^2 I_{K^2})$ (``scale`` $s$)."""
+def init_logit_params(key: jax.Array, n_states: int, *, scale: float = 0.01, dtype=jnp.float64) -> dict:
+    """Logits $b \\sim \\mathcal{N}(0, s^2 I_K)$, $W \\sim \\mathcal{N}(0, s^2 I_{K^2})$ (``scale`` $s$), of ``dtype``
+    (float64, the default, needs ``jax_enable_x64``)."""
     n_states = check_int(n_states, "n_states", minimum=2)
-    dtype = dtype or jnp.result_type(float)
+    dtype = check_dtype_enabled(check_float_dtype(dtype))
     kb, kw = jax.random.split(key)
     return {
         "initial": scale * jax.random.normal(kb, (n_states,), dtype),
@@ -86,10 +87,10 @@ def as_markov_chain(params: dict) -> MarkovChain:
     return MarkovChain(jax.nn.softmax(params["initial"]), jax.nn.softmax(params["transition"], axis=-1))
 
 
-def init_value_params(n_states: int, dtype=None) -> dict:
-    """Zero-initialised value model: ``initial`` $v_0$ (scalar) and ``transition`` $v$ $(K,)$."""
+def init_value_params(n_states: int, dtype=jnp.float64) -> dict:
+    """Zero-initialised value model of ``dtype``: ``initial`` $v_0$ (scalar) and ``transition`` $v$ $(K,)$."""
     n_states = check_int(n_states, "n_states", minimum=2)
-    dtype = dtype or jnp.result_type(float)
+    dtype = check_dtype_enabled(check_float_dtype(dtype))
     return {"initial": jnp.zeros((), dtype), "transition": jnp.zeros((n_states,), dtype)}
 
 

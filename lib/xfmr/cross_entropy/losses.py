@@ -27,7 +27,8 @@ import numpy as np
 
 from xfmr.cross_entropy.divergences import check_distribution
 from xfmr.core.nn import softmax_cross_entropy
-from xfmr.core.validate import check_int, check_labels, check_logits
+from xfmr.core.validate import (check_array, check_dtype_enabled, check_float_dtype, check_int, check_labels,
+                                check_logits)
 
 __all__ = [
     "one_hot",
@@ -40,15 +41,15 @@ __all__ = [
 ]
 
 
-def one_hot(labels, n_classes: int, dtype=None) -> jax.Array:
-    """One-hot vectors $e_y$: ``(...) -> (..., n_classes)``.
+def one_hot(labels, n_classes: int, dtype=jnp.float64) -> jax.Array:
+    """One-hot vectors $e_y$ of ``dtype`` (float64, the default, needs ``jax_enable_x64``): ``(...) -> (..., n_classes)``.
 
     Raises:
         ValueError: ``n_classes < 1`` or labels outside ``[0, n_classes)`` (concrete inputs).
     """
     n_classes = check_int(n_classes, "n_classes", minimum=1)
     labels = check_labels(labels, jnp.shape(labels), int(n_classes), "labels")
-    return jax.nn.one_hot(labels, n_classes, dtype=dtype or jnp.result_type(float))
+    return jax.nn.one_hot(labels, n_classes, dtype=check_dtype_enabled(check_float_dtype(dtype)))
 
 
 def softmax_cross_entropy_grad(logits, labels) -> jax.Array:
@@ -104,6 +105,5 @@ def squared_error(prediction, target) -> jax.Array:
             f"prediction and target must have the same shape, got prediction {prediction.shape} "
             f"and target {target.shape}"
         )
-    if not jnp.issubdtype(prediction.dtype, jnp.floating):
-        raise TypeError(f"prediction must be a float array, got dtype {prediction.dtype}")
+    check_array(prediction, "prediction", kind="float")
     return (prediction - target.astype(prediction.dtype)) ** 2

@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from xfmr.cross_entropy.divergences import check_distribution
-from xfmr.core.validate import check_int, check_tokens
+from xfmr.core.validate import (check_array, check_dtype_enabled, check_float_dtype, check_int, check_real,
+                                check_tokens)
 
 __all__ = [
     "MarkovChain",
@@ -54,16 +55,16 @@ def markov_chain(initial, transition) -> MarkovChain:
     """
     initial = check_distribution(initial, "initial")
     transition = check_distribution(transition, "transition")
-    if initial.ndim != 1:
-        raise ValueError(f"initial must be 1-D (K,), got shape {initial.shape}")
+    check_array(initial, "initial", ndim=1)
     k = initial.shape[0]
     if transition.shape != (k, k):
         raise ValueError(f"transition must have shape (K, K) = ({k}, {k}), got {transition.shape}")
     return MarkovChain(initial, transition)
 
 
-def long_tailed_chain(key: jax.Array, n_states: int, exponent: float = 1.5, dtype=None) -> MarkovChain:
-    """A chain with Zipf-law rows and uniform initial distribution.
+def long_tailed_chain(key: jax.Array, n_states: int, exponent: float = 1.5, dtype=jnp.float64) -> MarkovChain:
+    """A chain with Zipf-law rows and uniform initial distribution, of ``dtype`` (float64, the
+    default, needs ``jax_enable_x64``).
 
     Row $i$ ranks the $K$ successors by a random permutation $\\sigma_i$ (from ``key``) and sets
     $P_{i, \\sigma_i(r)} \\propto r^{-s}$ for ranks $r = 1, \\dots, K$ and exponent $s$.
@@ -72,9 +73,8 @@ def long_tailed_chain(key: jax.Array, n_states: int, exponent: float = 1.5, dtyp
         ValueError: ``n_states < 2`` or ``exponent <= 0``.
     """
     n_states = check_int(n_states, "n_states", minimum=2)
-    if not exponent > 0:
-        raise ValueError(f"exponent must be > 0, got {exponent!r}")
-    dtype = dtype or jnp.result_type(float)
+    exponent = check_real(exponent, "exponent", minimum=0.0, strict_minimum=True)
+    dtype = check_dtype_enabled(check_float_dtype(dtype))
     ranks = jnp.arange(1, n_states + 1, dtype=dtype)
     zipf = ranks**-exponent
     zipf = zipf / zipf.sum()

@@ -35,7 +35,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from xfmr.core.nn import softmax_cross_entropy
-from xfmr.core.validate import check_int
+from xfmr.core.validate import check_callable, check_instance, check_int
 
 __all__ = [
     "Problem", "CurvatureMatrices", "KINDS", "get_path", "set_path", "cross_entropy_loss",
@@ -116,13 +116,12 @@ def mean_squared_error_loss(targets: jax.Array) -> Callable[[jax.Array], jax.Arr
 
 
 def _check_problem(problem: Any) -> Problem:
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be an xfmr.experiments.curvature.Problem, got {type(problem).__name__}")
-    if not callable(problem.out_fn) or not callable(problem.loss_fn):
-        raise TypeError("problem.out_fn and problem.loss_fn must be callables")
-    if not isinstance(problem.theta, tuple) or len(problem.theta) == 0:
-        raise TypeError("problem.theta must be a non-empty tuple of arrays, "
-                        f"got {type(problem.theta).__name__}")
+    check_instance(problem, "problem", Problem)
+    check_callable(problem.out_fn, "problem.out_fn")
+    check_callable(problem.loss_fn, "problem.loss_fn")
+    check_instance(problem.theta, "problem.theta", tuple)
+    if len(problem.theta) == 0:
+        raise ValueError("problem.theta must be a non-empty tuple of arrays, got ()")
     return problem
 
 

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.core.validate import check_array
+from xfmr.core.validate import check_array, check_instance
 
 __all__ = ["jacobian_norms", "gap_factors"]
 
@@ -77,8 +77,7 @@ def jacobian_norms(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, sof
         scalar ``wo2 = ||W_O||_F^2``.
     """
     x, W_Q, W_K, W_V, W_O = _checked(x, W_Q, W_K, W_V, W_O)
-    if not isinstance(softmax, bool):
-        raise TypeError(f"softmax must be a bool, got {type(softmax).__name__}")
+    check_instance(softmax, "softmax", bool)
     B, n, d = x.shape
     pos = jnp.arange(n) if positions is None else jnp.asarray(positions, jnp.int32)
     if pos.ndim != 1 or (pos.size and (int(pos.min()) < 0 or int(pos.max()) >= n)):

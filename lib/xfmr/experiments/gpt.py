@@ -56,7 +56,8 @@ import jax
 import jax.numpy as jnp
 
 from xfmr.core.nn import dense, init_attention, init_layer_norm, layer_norm, multi_head_attention
-from xfmr.core.validate import check_choice, check_int, check_real
+from xfmr.core.validate import (check_array, check_choice, check_dtype_enabled, check_float_dtype, check_instance,
+                                check_int, check_real)
 
 __all__ = ["GPTConfig", "init_params", "forward", "forward_from_embedding", "head", "embed", "mlp"]
 _ACTIVATIONS = ("relu", "gelu")
@@ -100,8 +101,7 @@ class GPTConfig:
         if self.init_std is not None:
             check_real(self.init_std, "init_std", minimum=0.0, strict_minimum=True)
         for name in ("softmax", "mlp", "causal"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            check_instance(getattr(self, name), name, bool)
 
     @property
     def d_head(self) -> int:
@@ -124,11 +124,8 @@ def init_params(key: jax.Array, config: GPTConfig, dtype=jnp.float32) -> dict:
         config: the :class:`GPTConfig`.
         dtype: float32 or float64 (float64 needs ``jax_enable_x64``).
     """
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-    dtype = jnp.dtype(dtype)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+    check_instance(config, "config", GPTConfig)
+    dtype = check_dtype_enabled(check_float_dtype(dtype))
     d, V, m, std = config.d_model, config.vocab_size, config.mlp_width, config.std
     keys = iter(jax.random.split(key, 3 + 6 * config.n_layers))
 
@@ -260,13 +257,8 @@ def forward(params: dict, tokens: jax.Array, config: GPTConfig, *,
         logits ``(B, n, V)`` (or ``(B, m, V)``), and the attention list if requested
         (with ``positions``, the last layer's attention is ``(B, H, m, n)``).
     """
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-    tokens = jnp.asarray(tokens)
-    if tokens.ndim != 2:
-        raise ValueError(f"tokens must be 2-D (B, n), got shape {tokens.shape}")
-    if not jnp.issubdtype(tokens.dtype, jnp.integer):
-        raise TypeError(f"tokens must be an integer array, got dtype {tokens.dtype}")
+    check_instance(config, "config", GPTConfig)
+    tokens = check_array(tokens, "tokens", ndim=2, kind="int")
     if tokens.shape[1] > config.max_len:
         raise ValueError(f"tokens must have n <= max_len={config.max_len}, got n={tokens.shape[1]}")
     if len(params["blocks"]) != config.n_layers:

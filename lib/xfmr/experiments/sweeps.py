@@ -20,7 +20,7 @@ from xfmr.experiments.addition import answer_positions, make_batch, seq_len
 from xfmr.experiments.curvature import (KINDS, Problem, cross_entropy_loss, get_path, hutchinson_samples,
                             mean_squared_error_loss, set_path)
 from xfmr.experiments.gpt import GPTConfig, embed, forward_from_embedding, head, init_params
-from xfmr.core.validate import check_choice, check_int
+from xfmr.core.validate import check_callable, check_choice, check_instance, check_int
 
 __all__ = ["gpt_problem", "linear_head_applies", "addition_problem", "SweepInstance",
            "sweep_instance", "sigma_sweep", "LOSSES"]
@@ -33,12 +33,6 @@ def linear_head_applies(config: GPTConfig, paths: Sequence[Sequence]) -> bool:
     ReLU, and every path in an attention block ``("blocks", l, "attn", ...)``."""
     return config.layer_norm == "none" and config.activation == "relu" and all(
         len(p) >= 3 and p[0] == "blocks" and p[2] == "attn" for p in paths)
-
-
-def _check_config(config) -> GPTConfig:
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-    return config
 
 
 def gpt_problem(params: dict, config: GPTConfig, x: jax.Array, paths: Sequence[Sequence],
@@ -63,11 +57,10 @@ def gpt_problem(params: dict, config: GPTConfig, x: jax.Array, paths: Sequence[S
             MLP (it is traversed ``V`` times once, to build ``M``, instead of twice per
             probe).
     """
-    _check_config(config)
+    check_instance(config, "config", GPTConfig)
     if len(paths) == 0:
         raise ValueError("paths must name at least one parameter block, got none")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     theta = tuple(get_path(params, p) for p in paths)
 
     def with_theta(th):
@@ -112,7 +105,7 @@ def addition_problem(params: dict, config: GPTConfig, tokens: jax.Array, paths: 
     (``loss="mse"``) of the ``n_digits + 1`` answer digits ``tokens[:, 2 n + 2:]``, from the
     logits at :func:`xfmr.experiments.addition.answer_positions`.
     """
-    _check_config(config)
+    check_instance(config, "config", GPTConfig)
     check_choice(loss, "loss", LOSSES)
     n_digits = check_int(n_digits, "n_digits", minimum=1)
     if tokens.ndim != 2 or tokens.shape[1] != seq_len(n_digits):
@@ -137,11 +130,12 @@ def sweep_instance(config: GPTConfig, seed_index: int, *, batch_size: int, dtype
                    base_seed: int = 1234, n_digits: int = 5) -> SweepInstance:
     """The model, batch and probe key of seed ``seed_index`` of :func:`sigma_sweep`.
 
-    From the key ``base_seed + seed_index``: the GPT initialisation, with a *fixed* base
-    embedding ``W_E, W_pos ~ N(0, 1)`` (the sweep scales it by ``sigma``), a batch of
-    ``batch_size`` addition sequences, and the key of the Hutchinson probes.
+    From the key ``base_seed + seed_index``: the GPT initialisation in ``dtype``, with a *fixed*
+    base embedding ``W_E, W_pos ~ N(0, 1)`` (the sweep scales it by ``sigma``), a batch of
+    ``batch_size`` addition sequences (digits drawn in the integer type as wide as ``dtype``:
+    int64 for float64, int32 for float32), and the key of the Hutchinson probes.
     """
-    _check_config(config)
+    check_instance(config, "config", GPTConfig)
     seed_index = check_int(seed_index, "seed_index", minimum=0)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     kp, ke, kx, kb, kq = jax.random.split(jax.random.key(base_seed + seed_index), 5)
@@ -149,7 +143,8 @@ def sweep_instance(config: GPTConfig, seed_index: int, *, batch_size: int, dtype
     params["embed"] = {
         "W_E": jax.random.normal(ke, params["embed"]["W_E"].shape, dtype),
         "W_pos": jax.random.normal(kx, params["embed"]["W_pos"].shape, dtype)}
-    return SweepInstance(params, make_batch(kb, batch_size, n_digits), kq)
+    digits = jnp.int64 if jnp.dtype(dtype).itemsize == 8 else jnp.int32
+    return SweepInstance(params, make_batch(kb, batch_size, n_digits, dtype=digits), kq)
 
 
 def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds: int,
@@ -175,7 +170,7 @@ def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds
     Returns ``{"sigmas": (S,), "H"|"H_o"|"H_f": (n_seeds, S, nb, nb)}`` with ``nb = len(paths)``
     and entry ``[r, s, a, b]`` the estimate of ``||M_ab||_F``.
     """
-    _check_config(config)
+    check_instance(config, "config", GPTConfig)
     check_choice(loss, "loss", LOSSES)
     check_choice(blocks, "blocks", ("all", "diagonal"))
     n_seeds = check_int(n_seeds, "n_seeds", minimum=1)

@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.core.validate import check_choice, check_int, check_real
+from xfmr.core.validate import (check_array, check_choice, check_dtype_enabled, check_float_dtype, check_int,
+                                check_real)
 
 BLOCK_NAMES = ("Q", "K", "V")
 
@@ -40,9 +41,8 @@ def check_layer_shapes(X, W_Q, W_K, W_V, Y=None) -> tuple[int, int, int]:
 
     Raises ``ValueError`` naming the offending argument.
     """
-    X, W_Q, W_K, W_V = (jnp.asarray(a) for a in (X, W_Q, W_K, W_V))
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (L, d_V), got shape {X.shape}")
+    X = check_array(X, "X", ndim=2, kind="float")
+    W_Q, W_K, W_V = (check_array(W, name, kind="float") for W, name in ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
     L, d_V = X.shape
     if L < 1 or d_V < 1:
         raise ValueError(f"X must have at least one token and one feature, got shape {X.shape}")
@@ -57,9 +57,6 @@ def check_layer_shapes(X, W_Q, W_K, W_V, Y=None) -> tuple[int, int, int]:
         raise ValueError(f"W_V must have shape (d_V, d_V) = ({d_V}, {d_V}), got {W_V.shape}")
     if Y is not None and jnp.shape(Y) != (L, d_V):
         raise ValueError(f"Y must have the shape of the output (L, d_V) = ({L}, {d_V}), got {jnp.shape(Y)}")
-    for name, a in (("X", X), ("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
-        if not jnp.issubdtype(a.dtype, jnp.floating):
-            raise TypeError(f"{name} must be a floating-point array, got dtype {a.dtype}")
     return L, d_V, d_K
 
 
@@ -136,13 +133,13 @@ class LayerInstance(NamedTuple):
 
 
 def random_instance(key, L: int, d_V: int, d_K: int, *, weights: str = "unit",
-                    query_scale: float = 1.0, input_scale: float = 1.0) -> LayerInstance:
+                    query_scale: float = 1.0, input_scale: float = 1.0, dtype=jnp.float64) -> LayerInstance:
     """A random layer: ``key`` split in five, one key each for ``X, Y, W_Q, W_K, W_V``.
 
     ``X = input_scale * N(0, 1)``, ``Y = N(0, 1)``; the weights are ``N(0, 1)``
     (``weights="unit"``) or ``N(0, 1) / sqrt(d_V)`` (``weights="fan_in"``), and ``W_Q`` is
     further multiplied by ``query_scale`` (small: near-uniform attention; large: near one-hot).
-    Arrays of JAX's default float dtype (float64 under ``jax_enable_x64``).
+    Arrays of ``dtype`` (float64, the default, needs ``jax_enable_x64``).
     """
     L = check_int(L, "L", minimum=1)
     d_V = check_int(d_V, "d_V", minimum=1)
@@ -150,14 +147,15 @@ def random_instance(key, L: int, d_V: int, d_K: int, *, weights: str = "unit",
     check_choice(weights, "weights", ("unit", "fan_in"))
     query_scale = check_real(query_scale, "query_scale")
     input_scale = check_real(input_scale, "input_scale")
+    dtype = check_dtype_enabled(check_float_dtype(dtype))
     k = jax.random.split(key, 5)
-    X = jax.random.normal(k[0], (L, d_V))
+    X = jax.random.normal(k[0], (L, d_V), dtype)
     if input_scale != 1.0:
         X = input_scale * X
-    Y = jax.random.normal(k[1], (L, d_V))
-    W = [jax.random.normal(k[i], shape) for i, shape in ((2, (d_V, d_K)), (3, (d_V, d_K)), (4, (d_V, d_V)))]
+    Y = jax.random.normal(k[1], (L, d_V), dtype)
+    W = [jax.random.normal(k[i], shape, dtype) for i, shape in ((2, (d_V, d_K)), (3, (d_V, d_K)), (4, (d_V, d_V)))]
     if weights == "fan_in":
-        W = [w / np.sqrt(d_V) for w in W]
+        W = [w / float(np.sqrt(d_V)) for w in W]
     if query_scale != 1.0:
         W[0] = query_scale * W[0]
     return LayerInstance(X, Y, *W)

@@ -17,26 +17,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from xfmr.core.validate import check_int
-
-
-def _as_matrix(name: str, A) -> jnp.ndarray:
-    A = jnp.asarray(A)
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
-    return A
-
-
-def _as_stack(name: str, A) -> jnp.ndarray:
-    A = jnp.asarray(A)
-    if A.ndim != 3:
-        raise ValueError(f"{name} must be a 3-D stack (n, rows, cols) of matrices, got shape {A.shape}")
-    return A
+from xfmr.core.validate import check_array, check_int
 
 
 def vec_r(A) -> jnp.ndarray:
     """Row-major vectorisation: ``(m, n) -> (m n,)``, entry ``(i, j)`` goes to ``i n + j``."""
-    return _as_matrix("A", A).reshape(-1)
+    return check_array(A, "A", ndim=2).reshape(-1)
 
 
 def unvec_r(v, shape: tuple[int, int]) -> jnp.ndarray:
@@ -68,7 +54,7 @@ def kron_matvec(A, C, B) -> jnp.ndarray:
 
     Shapes: ``A (p, m)``, ``B (m, n)``, ``C (n, q)``; result ``(p q,)``.
     """
-    A, B, C = _as_matrix("A", A), _as_matrix("B", B), _as_matrix("C", C)
+    A, B, C = (check_array(M, name, ndim=2) for M, name in ((A, "A"), (B, "B"), (C, "C")))
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"A must have B.shape[0] = {B.shape[0]} columns, got shape {A.shape}")
     if C.shape[0] != B.shape[1]:
@@ -78,14 +64,14 @@ def kron_matvec(A, C, B) -> jnp.ndarray:
 
 def matrix_jacobian(f, B) -> jnp.ndarray:
     """Jacobian ``d vec_r(f(B)) / d vec_r(B)^T`` of a matrix function, shape ``(f(B).size, B.size)``."""
-    B = _as_matrix("B", B)
+    B = check_array(B, "B", ndim=2)
     return jax.jacfwd(lambda b: jnp.ravel(f(b.reshape(B.shape))))(B.reshape(-1))
 
 
 @jax.jit
 def kron_sum(As, Bs) -> jnp.ndarray:
     """Dense ``sum_i A_i kron B_i`` for stacks ``As (n, a1, a2)``, ``Bs (n, b1, b2)``; shape ``(a1 b1, a2 b2)``."""
-    As, Bs = _as_stack("As", As), _as_stack("Bs", Bs)
+    As, Bs = check_array(As, "As", ndim=3), check_array(Bs, "Bs", ndim=3)
     if As.shape[0] != Bs.shape[0]:
         raise ValueError(f"As and Bs must hold the same number of matrices, got {As.shape[0]} and {Bs.shape[0]}")
     n, a1, a2 = As.shape
@@ -96,7 +82,7 @@ def kron_sum(As, Bs) -> jnp.ndarray:
 @jax.jit
 def gram(Ms) -> jnp.ndarray:
     """Frobenius Gram matrix ``G_ij = <M_i, M_j> = tr(M_i^T M_j)`` of a stack ``(n, r, s)``; shape ``(n, n)``."""
-    Ms = _as_stack("Ms", Ms)
+    Ms = check_array(Ms, "Ms", ndim=3)
     flat = Ms.reshape(Ms.shape[0], -1)
     return flat @ flat.T
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from xfmr.core.validate import check_array
 from xfmr.hessian.softmax import row_softmax_jacobian
 
 
 def _check(X, A) -> tuple[jnp.ndarray, jnp.ndarray]:
-    X, A = jnp.asarray(X), jnp.asarray(A)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (L, d), got shape {X.shape}")
+    X, A = check_array(X, "X", ndim=2), jnp.asarray(A)
     L = X.shape[0]
     if A.ndim != 2 or A.shape[1] != L:
         raise ValueError(f"A must have shape (n_rows, L) = (n_rows, {L}) (a distribution over the {L} tokens per row), got {A.shape}")

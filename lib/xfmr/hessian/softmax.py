@@ -18,13 +18,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from xfmr.core.validate import check_array
+
 
 def _probabilities(a) -> jnp.ndarray:
-    a = jnp.asarray(a)
+    a = check_array(a, "a", kind="float")
     if a.ndim < 1 or a.shape[-1] < 1:
         raise ValueError(f"a must have a last axis of probabilities (..., n), got shape {a.shape}")
-    if not jnp.issubdtype(a.dtype, jnp.floating):
-        raise TypeError(f"a must be a floating-point array, got dtype {a.dtype}")
     return a
 
 
@@ -65,9 +65,7 @@ def softmax_second_derivative_along(a, u) -> jnp.ndarray:
 @jax.jit
 def row_softmax_jacobian(A) -> jnp.ndarray:
     """Dense ``dA/dT = blockdiag_i(diag a_i - a_i a_i^T)`` of the row-wise softmax, shape ``(L n, L n)``."""
-    A = jnp.asarray(A)
-    if A.ndim != 2:
-        raise ValueError(f"A must be a 2-D attention matrix (L, n), got shape {A.shape}")
+    A = check_array(A, "A", ndim=2)
     L, n = A.shape
     blocks = softmax_jacobian(A)  # (L, n, n)
     eye_L = jnp.eye(L, dtype=A.dtype)

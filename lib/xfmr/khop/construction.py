@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from xfmr.khop.task import BOTTOM, NULL
-from xfmr.core.validate import check_choice, check_int, check_real, check_tokens
+from xfmr.core.validate import check_choice, check_dtype_enabled, check_int, check_real, check_tokens
 
 Array = jax.Array
 
@@ -219,8 +219,7 @@ def build_construction(
     S = check_int(alphabet_size, "alphabet_size", minimum=2)
     max_len = check_int(max_len, "max_len", minimum=1)
     dtype = check_choice(jnp.dtype(dtype), "dtype", (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)))
-    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
-        raise ValueError("dtype float64 needs jax.config.update('jax_enable_x64', True)")
+    check_dtype_enabled(dtype)
     N = max_len + 1
     if margin is None:
         margin = math.log(N) + 30.0

@@ -33,7 +33,7 @@ import numpy as np
 import optax
 
 from xfmr.optimisers.lanczos import SLQResult
-from xfmr.core.validate import check_int, check_real
+from xfmr.core.validate import check_instance, check_int, check_real
 
 __all__ = ["find_adam_state", "adam_effective_step", "slq_frobenius", "spread_decades"]
 
@@ -95,8 +95,7 @@ def slq_frobenius(result: SLQResult) -> tuple[float, float]:
     standard error (delta method, over probes): ``sqrt(P m_2)`` with ``m_2`` the mean over
     probes of ``sum_k w_k theta_k^2`` (exact ``||H v||^2 / P`` per probe when ``m >= 2``).
     """
-    if not isinstance(result, SLQResult):
-        raise TypeError(f"result must be an xfmr.optimisers.lanczos.SLQResult, got {type(result).__name__}")
+    check_instance(result, "result", SLQResult)
     per_probe = result.dim * np.sum(result.weights * np.asarray(result.nodes, float) ** 2, axis=1)
     norm = float(np.sqrt(per_probe.mean()))
     n = per_probe.shape[0]

@@ -32,7 +32,7 @@ from xfmr.experiments.curvature import get_path, set_path
 from jax.flatten_util import ravel_pytree
 
 from xfmr.optimisers.lanczos import SLQResult, lanczos, ritz
-from xfmr.core.validate import check_int
+from xfmr.core.validate import check_callable, check_int
 
 __all__ = ["leaf_paths", "block_hvp", "block_spectra", "block_top_eigenvalues",
            "all_block_top_eigenvalues", "scale_by_block"]
@@ -60,8 +60,7 @@ def block_hvp(loss: Callable[[Any, Any], jax.Array], params: Any, path: Sequence
 
     ``loss(params, batch)`` is a scalar function of the whole pytree and the data.
     """
-    if not callable(loss):
-        raise TypeError(f"loss must be callable loss(params, batch), got {type(loss).__name__}")
+    check_callable(loss, "loss")
     theta_b = get_path(params, path)
     shape = theta_b.shape
 

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.core.validate import check_int, check_real
+from xfmr.core.validate import check_array, check_int, check_real
 
 __all__ = ["lanczos", "ritz", "SLQResult", "slq", "slq_moments", "slq_density",
            "top_eigenvalue"]
@@ -58,9 +58,7 @@ def lanczos(matvec: Callable[[jax.Array], jax.Array], q0: jax.Array, n_steps: in
         After an exact breakdown (``beta_j = 0``: ``q_0`` lies in an invariant subspace) the
         remaining ``alpha, beta`` are zero, which adds nodes of weight zero.
     """
-    q0 = jnp.asarray(q0)
-    if q0.ndim != 1:
-        raise ValueError(f"q0 must be 1-D (P,), got shape {q0.shape}")
+    q0 = check_array(q0, "q0", ndim=1)
     P = q0.shape[0]
     m = check_int(n_steps, "n_steps", minimum=1, maximum=P)
     dtype = q0.dtype
@@ -152,9 +150,7 @@ def slq_density(result: SLQResult, grid: np.ndarray, width: float) -> np.ndarray
     """The SLQ eigenvalue density on ``grid`` smoothed by a Gaussian of standard deviation
     ``width``: ``phi(t) = mean_s sum_k w_{s,k} N(t; theta_{s,k}, width^2)`` (integrates to one).
     """
-    width = check_real(width, "width")
-    if not width > 0:
-        raise ValueError(f"width must be positive, got {width}")
+    width = check_real(width, "width", minimum=0.0, strict_minimum=True)
     grid = np.asarray(grid, dtype=float)
     if grid.ndim != 1:
         raise ValueError(f"grid must be 1-D, got shape {grid.shape}")
