@@ -6,8 +6,6 @@ import pytest
 
 from xfmr.causal import notears, scm
 
-jax.config.update("jax_enable_x64", True)
-
 
 def test_acyclicity_is_zero_on_dags_and_cosh_on_a_two_cycle():
     dag = np.array([[0, 1.5, 0.3], [0, 0, -2.0], [0, 0, 0]])
@@ -25,8 +23,22 @@ def test_recovers_a_known_graph():
     est = notears.notears_linear(X, lambda1=0.05, w_threshold=0.3)
     np.testing.assert_array_equal(est != 0, W != 0)
     np.testing.assert_allclose(est[W != 0], W[W != 0], atol=0.1)
-    with pytest.raises(ValueError, match="n >= 2"):
+
+
+def test_settings_that_would_skip_the_solver_are_errors():
+    X = np.asarray(jax.random.normal(jax.random.PRNGKey(1), (20, 3)))
+    with pytest.raises(ValueError, match="^rho_max must be a real number \\(> 1.0\\), got 1.0"):
+        notears.notears_linear(X, rho_max=1.0)
+    with pytest.raises(ValueError, match="^rho_max must be"):
+        notears.notears_linear(X, rho_max=0.5)
+    with pytest.raises(ValueError, match="^max_iter must be"):
+        notears.notears_linear(X, max_iter=0)
+    with pytest.raises(ValueError, match="^h_tol must be"):
+        notears.notears_linear(X, h_tol=-1.0)
+    with pytest.raises(ValueError, match="^n \\(samples"):
         notears.notears_linear(X[:1])
+    # the smallest penalty bound that runs gives an estimate
+    assert notears.notears_linear(X, rho_max=1.5, max_iter=1).shape == (3, 3)
 
 
 def test_closed_form_objective_and_gradient_match_autodiff_of_the_data_form():

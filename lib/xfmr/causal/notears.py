@@ -78,15 +78,22 @@ def notears_linear(X, lambda1: float = 0.1, w_threshold: float = 0.3, max_iter: 
         lambda1: L1 penalty.
         w_threshold: absolute weight below which an estimated edge is dropped.
         max_iter: dual-ascent iterations.
-        h_tol: stop once ``h(W) <= h_tol``.
-        rho_max: stop once the penalty ``rho`` exceeds this.
+        h_tol: stop once ``h(W) <= h_tol`` (``>= 0``).
+        rho_max: stop once the penalty ``rho`` (starting at 1) exceeds this; ``> 1``.
+
+    Raises:
+        ValueError: ``n < 2``, a negative ``lambda1``, ``w_threshold`` or ``h_tol``,
+            ``max_iter < 1`` or ``rho_max <= 1``.
     """
-    X = np.asarray(check_array(X, "X", ndim=2, kind="float"), dtype=float)
-    if X.shape[0] < 2:
-        raise ValueError(f"X needs n >= 2 samples, got n = {X.shape[0]}")
+    check_array(X, "X", ndim=2, kind="float")
+    X = np.asarray(X, dtype=float)             # float64 whatever the x64 flag
+    check_int(X.shape[0], "n (samples, X.shape[0])", minimum=2)
     lambda1 = check_real(lambda1, "lambda1", minimum=0.0)
     w_threshold = check_real(w_threshold, "w_threshold", minimum=0.0)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
+    h_tol = check_real(h_tol, "h_tol", minimum=0.0)
+    # rho starts at 1: rho_max <= 1 would skip the penalty loop and leave no estimate
+    rho_max = check_real(rho_max, "rho_max", minimum=1.0, strict_minimum=True)
     n, d = X.shape
     Xc = X - X.mean(0)
     S = Xc.T @ Xc / n

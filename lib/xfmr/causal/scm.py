@@ -15,8 +15,9 @@ r"""Linear Gaussian structural causal models: SCM, post-hoc standardized SCM, iS
   matrix of the nodes before ``j``; the iSCM is the linear SCM with weights
   :math:`W_{ij}/s_j` and noise variances :math:`\sigma_j^2/s_j^2` (:func:`iscm_implied_scm`).
 
-Empirical samplers standardize with the sample mean and the sample standard deviation
-(``ddof=1``), as the authors' package does. :func:`sample` draws the noise from the key alone,
+Every function computes in the float dtype of ``W`` (a boolean or integer ``W``, a bare graph
+with unit weights, is converted like a NumPy float64 array). Empirical samplers standardize
+with the sample mean and the sample standard deviation (``ddof=1``), as the authors' package does. :func:`sample` draws the noise from the key alone,
 so one key gives the three kinds of data from the *same* noise (paired comparisons).
 """
 
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from xfmr.causal.dags import topological_order
-from xfmr.core.validate import check_array, check_choice, check_int, is_concrete
+from xfmr.core.validate import check_array, check_choice, check_finite, check_int, check_shape, is_concrete
 
 __all__ = [
     "KINDS",
@@ -38,7 +39,7 @@ __all__ = [
     "noise_fraction",
     "sample",
     "standardize",
-    "sample_batch",
+    "sample_many",
     "sample_in_order",
     "implied_weights",
 ]
@@ -46,24 +47,27 @@ __all__ = [
 KINDS = ("scm", "standardized", "iscm")
 
 
+def _as_float(x, name: str, ndim: int) -> jax.Array:
+    """``x`` as a float JAX array: float arrays keep their dtype, a boolean or integer one is
+    converted like a NumPy float64 array."""
+    if getattr(x, "dtype", None) == bool:
+        x = np.asarray(x, dtype=float)   # a bare graph: unit weights
+    x = check_array(x, name, ndim=ndim, kind="number")
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else jnp.asarray(np.asarray(x, dtype=float))
+
+
 def _check_graph(W) -> tuple[jnp.ndarray, np.ndarray]:
-    if isinstance(W, (np.ndarray, jax.Array)) and W.dtype == bool:
-        W = W.astype(float)              # a bare graph: unit weights
-    W = check_array(W, "W", ndim=2, kind="number")
-    if W.shape[0] != W.shape[1]:
-        raise ValueError(f"W must be a square (d, d) matrix, got shape {W.shape}")
-    W = W.astype(jnp.result_type(float))
+    W = _as_float(W, "W", 2)
+    check_shape(W, "W", (W.shape[0], W.shape[0]))
     if not is_concrete(W):
         raise TypeError("W must be a concrete array (its topological order is computed in NumPy)")
-    if not bool(jnp.all(jnp.isfinite(W))):
-        raise ValueError("W must be finite")
-    return W, topological_order(W)
+    return check_finite(W, "W"), topological_order(W)
 
 
-def _check_noise(noise_variance, d: int) -> jnp.ndarray:
-    s2 = check_array(noise_variance, "noise_variance", ndim=(0, 1), kind="number").astype(jnp.result_type(float))
-    if s2.ndim == 1 and s2.shape[0] != d:
-        raise ValueError(f"noise_variance must be a scalar or have shape ({d},), got shape {s2.shape}")
+def _check_noise(noise_variance, d: int, dtype) -> jnp.ndarray:
+    s2 = check_array(noise_variance, "noise_variance", ndim=(0, 1), kind="number").astype(dtype)
+    if s2.ndim == 1:
+        check_shape(s2, "noise_variance", (d,))
     if is_concrete(s2) and not bool(jnp.all(s2 > 0) & jnp.all(jnp.isfinite(s2))):
         raise ValueError("noise_variance must be finite and > 0")
     return jnp.broadcast_to(s2, (d,))
@@ -115,7 +119,7 @@ def iscm_implied_scm(W, noise_variance=1.0) -> tuple[jnp.ndarray, jnp.ndarray, j
         deviation of :math:`\tilde x_j` before standardization).
     """
     W, order = _check_graph(W)
-    s2 = _check_noise(noise_variance, W.shape[0])
+    s2 = _check_noise(noise_variance, W.shape[0], W.dtype)
     _, s = _iscm_scales(W, s2, order)
     return W / s[None, :], s2 / s**2, s
 
@@ -144,7 +148,7 @@ def population_covariance(W, noise_variance=1.0, kind: str = "scm") -> jnp.ndarr
     """
     kind = check_choice(kind, "kind", KINDS)
     W, order = _check_graph(W)
-    s2 = _check_noise(noise_variance, W.shape[0])
+    s2 = _check_noise(noise_variance, W.shape[0], W.dtype)
     if kind == "iscm":
         C, _ = _iscm_scales(W, s2, order)
         return C
@@ -161,7 +165,7 @@ def noise_fraction(W, noise_variance=1.0, kind: str = "scm") -> jnp.ndarray:
     """
     kind = check_choice(kind, "kind", KINDS)
     W, _ = _check_graph(W)
-    s2 = _check_noise(noise_variance, W.shape[0])
+    s2 = _check_noise(noise_variance, W.shape[0], W.dtype)
     if kind == "iscm":
         _, _, s = iscm_implied_scm(W, s2)
         return s2 / s**2
@@ -171,8 +175,7 @@ def noise_fraction(W, noise_variance=1.0, kind: str = "scm") -> jnp.ndarray:
 def standardize(X, ddof: int = 1) -> jnp.ndarray:
     """Z-score every column of ``X`` ``(n, d)``: subtract the mean, divide by the std (``ddof``)."""
     X = check_array(X, "X", ndim=2, kind="float")
-    if X.shape[0] < 2:
-        raise ValueError(f"X needs n >= 2 rows to standardize, got n = {X.shape[0]}")
+    check_int(X.shape[0], "n (rows, X.shape[0])", minimum=2)
     return (X - X.mean(0)) / X.std(0, ddof=ddof)
 
 
@@ -249,29 +252,26 @@ def sample(key: jax.Array, W, n: int, kind: str = "scm", noise_variance=1.0) -> 
     kind = check_choice(kind, "kind", KINDS)
     n = check_int(n, "n", minimum=2)
     W, order = _check_graph(W)
-    s2 = _check_noise(noise_variance, W.shape[0])
+    s2 = _check_noise(noise_variance, W.shape[0], W.dtype)
     return _sample(key, W, s2, jnp.asarray(order), n, kind)
 
 
-def sample_batch(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
-    """:func:`sample` for a batch of graphs at once (vmapped): ``keys (B, 2)``, ``Ws (B, d, d)``
+def sample_many(keys: jax.Array, Ws, n: int, kind: str = "scm", noise_variance=1.0) -> jnp.ndarray:
+    """:func:`sample` for many graphs at once (vmapped): ``keys (B, 2)``, ``Ws (B, d, d)``
     -> ``(B, n, d)``; sample ``b`` equals ``sample(keys[b], Ws[b], n, kind)``.
 
-    The checks run on the whole batch in NumPy (no Python loop over graphs but the one that
-    names the nodes of a cycle) and the sampler is one jitted, vmapped call.
+    The checks run on all the graphs at once in NumPy (no Python loop over graphs but the one
+    that names the nodes of a cycle) and the sampler is one jitted, vmapped call.
     """
     kind = check_choice(kind, "kind", KINDS)
     n = check_int(n, "n", minimum=2)
-    Ws = check_array(Ws, "Ws", ndim=3, kind="number").astype(jnp.result_type(float))
-    if Ws.shape[1] != Ws.shape[2]:
-        raise ValueError(f"Ws must have shape (B, d, d), got {Ws.shape}")
+    Ws = _as_float(Ws, "Ws", 3)
+    check_shape(Ws, "Ws", (None, Ws.shape[1], Ws.shape[1]))
     if not is_concrete(Ws):
         raise TypeError("Ws must be a concrete array (the topological orders are computed in NumPy)")
-    Wn = np.asarray(Ws)
-    if not np.all(np.isfinite(Wn)):
-        raise ValueError("W must be finite")
+    Wn = np.asarray(check_finite(Ws, "Ws"))
     orders, longest = _orders(Wn != 0)
-    s2 = _check_noise(noise_variance, Ws.shape[1])
+    s2 = _check_noise(noise_variance, Ws.shape[1], Ws.dtype)
     return _sample_many(keys, Ws, s2, jnp.asarray(orders), n, kind, longest)
 
 
@@ -315,9 +315,8 @@ def implied_weights(R, A, kind: str = "iscm") -> jnp.ndarray:
     """
     kind = check_choice(kind, "kind", ("iscm", "standardized"))
     A, order = _check_graph(A)
-    R = np.asarray(check_array(R, "R", ndim=2, kind="float"), dtype=float)
-    if R.shape != A.shape:
-        raise ValueError(f"R must have the shape of A {A.shape}, got {R.shape}")
+    check_shape(check_array(R, "R", kind="float"), "R", A.shape)
+    R = np.asarray(R, dtype=float)
     E = np.asarray(A) != 0
     d = R.shape[0]
     W = np.zeros((d, d))

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.core.validate import check_array, check_choice, check_real, is_concrete
+from xfmr.core.validate import check_array, check_choice, check_int, check_real, check_shape, is_concrete
 
 __all__ = [
     "order_alignment",
@@ -77,11 +77,8 @@ def _alignment(W, scores, tol):
 
 def _check_xw(X, W):
     X = check_array(X, "X", ndim=2, kind="float")
-    W = check_array(W, "W", ndim=2, kind="number")
-    if W.shape != (X.shape[1], X.shape[1]):
-        raise ValueError(f"W must have shape ({X.shape[1]}, {X.shape[1]}) to match X {X.shape}, got {W.shape}")
-    if X.shape[0] < 2:
-        raise ValueError(f"X needs n >= 2 samples, got n = {X.shape[0]}")
+    W = check_shape(check_array(W, "W", ndim=2, kind="number"), "W", (X.shape[1], X.shape[1]))
+    check_int(X.shape[0], "n (samples, X.shape[0])", minimum=2)
     if is_concrete(W) and not bool(jnp.any(W != 0)):
         raise ValueError("W has no edge: sortability is undefined (0 / 0)")
     return X, W
@@ -204,8 +201,7 @@ def sortability_batch(Xs, Ws, score: str = "r2", tol: float = 0.0) -> jnp.ndarra
     Xs = check_array(Xs, "Xs", ndim=3, kind="float")
     Ws = check_array(Ws, "Ws", ndim=3, kind="number")
     tol = check_real(tol, "tol", minimum=0.0)
-    if Ws.shape != (Xs.shape[0], Xs.shape[2], Xs.shape[2]):
-        raise ValueError(f"Ws must have shape {(Xs.shape[0], Xs.shape[2], Xs.shape[2])}, got {Ws.shape}")
+    check_shape(Ws, "Ws", (Xs.shape[0], Xs.shape[2], Xs.shape[2]))
     return _batch(Xs, Ws, tol, score)
 
 
