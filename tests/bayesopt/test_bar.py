@@ -1,4 +1,5 @@
-"""xfmr.bayesopt.bar: equal-mass borders, density normalisation, moments, closed-form EI vs Monte Carlo."""
+"""xfmr.bayesopt.bar: equal-mass borders (whatever the x64 flag), density normalisation,
+moments, and the KL from bucket masses on cases with known answers."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from xfmr.bayesopt import acquisition, bar
+from xfmr.bayesopt import bar
 
 jax.config.update("jax_enable_x64", True)
 
@@ -23,23 +24,39 @@ def test_borders_have_equal_mass_and_density_integrates_to_one():
     np.testing.assert_allclose(bar.cdf(logits, b, bar.quantile(logits, b, 0.3)), 0.3, rtol=1e-9)
 
 
-def test_ei_closed_form_matches_monte_carlo_and_gaussian_ei():
+def test_borders_do_not_depend_on_the_x64_flag():
+    with_x64 = np.asarray(bar.normal_borders(100, 1.2))
+    jax.config.update("jax_enable_x64", False)
+    try:
+        without = np.asarray(bar.normal_borders(100, 1.2))
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert with_x64.dtype == without.dtype == np.float32
+    np.testing.assert_array_equal(with_x64, without)
+
+
+def test_moments_of_a_binned_gaussian():
     b = bar.normal_borders(400, 2.0, eps=1e-4, dtype=jnp.float64)
-    p = bar.binned_normal(0.3, 0.7, b)
-    logits = jnp.log(p)
-    # Monte Carlo from the bar distribution itself: bucket, then uniform inside it
-    k1, k2 = jax.random.split(jax.random.key(2))
-    i = jax.random.categorical(k1, logits, shape=(100_000,))
-    y = b[i] + jax.random.uniform(k2, (100_000,)) * (b[i + 1] - b[i])
-    for best in (-0.5, 0.3, 1.2, 9.0):
-        imp = jnp.maximum(y - best, 0.0)
-        mc, se = float(jnp.mean(imp)), float(jnp.std(imp)) / np.sqrt(y.size)
-        ei = float(bar.expected_improvement(logits, b, best))
-        assert abs(ei - mc) <= 4 * se + 1e-12, (best, ei, mc, se)
-    gauss = acquisition.expected_improvement(0.3, 0.7, 0.5)
-    np.testing.assert_allclose(bar.expected_improvement(logits, b, 0.5), gauss, atol=2e-3)
+    logits = jnp.log(bar.binned_normal(0.3, 0.7, b))
     np.testing.assert_allclose(bar.mean(logits, b), 0.3, atol=2e-3)
     np.testing.assert_allclose(bar.variance(logits, b), 0.49, atol=5e-3)
+
+
+def test_kl_from_masses_known_answers():
+    p = jnp.array([0.5, 0.5, 0.0])
+    q = jnp.array([0.25, 0.5, 0.25])
+    np.testing.assert_allclose(bar.kl_from_masses(p, jnp.log(q)), 0.5 * np.log(2.0), rtol=1e-12)
+    # any logits: only differences matter; the uniform bar distribution gives log B - H(p)
+    np.testing.assert_allclose(bar.kl_from_masses(p, jnp.log(q) + 7.0), 0.5 * np.log(2.0), rtol=1e-12)
+    np.testing.assert_allclose(bar.kl_from_masses(p, jnp.zeros(3)), np.log(3.0) - np.log(2.0), rtol=1e-12)
+    # where q has no mass but p has, log q is floored at log 1e-300
+    np.testing.assert_allclose(bar.kl_from_masses(p, jnp.log(jnp.array([1.0, 0.0, 0.0]))),
+                               0.5 * np.log(0.5) + 0.5 * (np.log(0.5) - np.log(1e-300)), rtol=1e-12)
+    # two Gaussians binned on fine buckets: KL(N(0,1) || N(m,1)) = m^2 / 2, rows broadcast
+    b = jnp.linspace(-12.0, 12.0, 4001)
+    p = bar.binned_normal(jnp.zeros(2), jnp.ones(2), b)
+    q = bar.binned_normal(jnp.array([0.5, 1.0]), jnp.ones(2), b)
+    np.testing.assert_allclose(bar.kl_from_masses(p, jnp.log(q)), [0.125, 0.5], rtol=1e-4)
 
 
 def test_nll_is_cross_entropy_plus_log_width_and_errors():

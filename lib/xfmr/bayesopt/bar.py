@@ -13,24 +13,23 @@ way to every distribution compared on a page).
 Borders with equal prior mass: b_i = F^{-1}(eps + (1 - 2 eps) i / B) for a prior CDF F; for a
 zero-mean Gaussian prior marginal this is analytic (:func:`normal_borders`).
 
-Expected improvement over ``best`` (maximisation) in closed form, bucket by bucket: a uniform
-density on [a, b) with mass p contributes p ((a + b)/2 - best) if best <= a,
-p (b - best)^2 / (2 (b - a)) if a < best < b, and 0 if best >= b.
+:func:`binned_normal` is the best any bar distribution on given buckets can do for a Gaussian
+target, and :func:`kl_from_masses` measures how far a bar distribution is from such bucket
+masses. Expected improvement of a bar distribution is in :mod:`xfmr.bayesopt.acquisition`.
 """
 
 from __future__ import annotations
 
 import jax
-import numpy as np
 import jax.numpy as jnp
-from jax.scipy.special import ndtri
+import numpy as np
 from jax.scipy.stats import norm
+from scipy.special import ndtri
 
-from xfmr.core.validate import check_array, check_finite, check_int, check_real, is_concrete
+from xfmr.core.validate import check_array, check_finite, check_float_dtype, check_int, check_real, is_concrete
 
-__all__ = ["normal_borders", "check_borders", "bucket_index", "log_density", "nll",
-           "probabilities", "mean", "variance", "cdf", "quantile", "expected_improvement",
-           "binned_normal"]
+__all__ = ["normal_borders", "check_borders", "check_logits_and_borders", "bucket_index", "log_density", "nll",
+           "probabilities", "mean", "variance", "cdf", "quantile", "binned_normal", "kl_from_masses"]
 
 
 def check_borders(borders) -> jax.Array:
@@ -56,15 +55,19 @@ def _finite(x, name):
 
 
 def normal_borders(n_buckets: int, scale: float, *, eps: float = 1e-3, dtype=jnp.float32) -> jax.Array:
-    """B + 1 borders of equal mass (1 - 2 eps)/B under N(0, scale^2)."""
+    """B + 1 borders of equal mass (1 - 2 eps)/B under N(0, scale^2), computed in float64
+    (NumPy) and returned in ``dtype``."""
     n_buckets = check_int(n_buckets, "n_buckets", minimum=1)
     scale = check_real(scale, "scale", minimum=0.0, strict_minimum=True)
     eps = check_real(eps, "eps", minimum=0.0, maximum=0.5, strict_minimum=True)
-    u = eps + (1 - 2 * eps) * jnp.arange(n_buckets + 1, dtype=jnp.float64 if jax.config.jax_enable_x64 else jnp.float32) / n_buckets
-    return (scale * ndtri(u)).astype(dtype)
+    dtype = check_float_dtype(dtype)
+    u = eps + (1 - 2 * eps) * np.arange(n_buckets + 1, dtype=np.float64) / n_buckets
+    return jnp.asarray(scale * ndtri(u), dtype)
 
 
-def _split(logits, borders):
+def check_logits_and_borders(logits, borders) -> tuple[jax.Array, jax.Array]:
+    """``(logits, borders)`` checked: borders as :func:`check_borders`, float logits with
+    B = len(borders) - 1 entries on the last axis."""
     borders = check_borders(borders)
     logits = check_array(logits, "logits", kind="float")
     if logits.shape[-1] != borders.shape[0] - 1:
@@ -88,7 +91,7 @@ def probabilities(logits, borders=None) -> jax.Array:
 def log_density(logits, borders, y) -> jax.Array:
     """log p(y) = log softmax(logits)_i - log w_i with i the (clipped) bucket of y; broadcasts
     logits (..., B) against y (...)."""
-    logits, borders = _split(logits, borders)
+    logits, borders = check_logits_and_borders(logits, borders)
     i = bucket_index(y, borders)
     logp = jax.nn.log_softmax(logits, axis=-1)
     widths = jnp.diff(borders)
@@ -102,13 +105,13 @@ def nll(logits, borders, y) -> jax.Array:
 
 def mean(logits, borders) -> jax.Array:
     """E[y] = sum_i p_i (b_i + b_{i+1}) / 2."""
-    logits, borders = _split(logits, borders)
+    logits, borders = check_logits_and_borders(logits, borders)
     return probabilities(logits) @ (0.5 * (borders[1:] + borders[:-1]))
 
 
 def variance(logits, borders) -> jax.Array:
     """Var[y] with E[y^2] = sum_i p_i (a^2 + ab + b^2) / 3 per bucket [a, b)."""
-    logits, borders = _split(logits, borders)
+    logits, borders = check_logits_and_borders(logits, borders)
     a, b = borders[:-1], borders[1:]
     p = probabilities(logits)
     return p @ ((a * a + a * b + b * b) / 3.0) - (p @ (0.5 * (a + b))) ** 2
@@ -116,7 +119,7 @@ def variance(logits, borders) -> jax.Array:
 
 def cdf(logits, borders, y) -> jax.Array:
     """P(Y <= y), piecewise linear; logits (..., B), y (...)."""
-    logits, borders = _split(logits, borders)
+    logits, borders = check_logits_and_borders(logits, borders)
     a, b = borders[:-1], borders[1:]
     frac = jnp.clip((jnp.asarray(y)[..., None] - a) / (b - a), 0.0, 1.0)
     return jnp.sum(probabilities(logits) * frac, axis=-1)
@@ -124,20 +127,9 @@ def cdf(logits, borders, y) -> jax.Array:
 
 def quantile(logits, borders, q) -> jax.Array:
     """The q-quantile (inverse of the piecewise-linear CDF); logits (B,), q scalar in (0, 1)."""
-    logits, borders = _split(logits, borders)
+    logits, borders = check_logits_and_borders(logits, borders)
     c = jnp.concatenate([jnp.zeros(1, logits.dtype), jnp.cumsum(probabilities(logits))])
     return jnp.interp(q, c, borders)
-
-
-def expected_improvement(logits, borders, best) -> jax.Array:
-    """E[max(Y - best, 0)] under the bar distribution, closed form; logits (..., B), best (...)."""
-    logits, borders = _split(logits, borders)
-    best = _finite(check_array(best, "best", kind="number"), "best")[..., None]
-    a, b = borders[:-1], borders[1:]
-    above = 0.5 * (a + b) - best
-    inside = (b - best) ** 2 / (2.0 * (b - a))
-    per = jnp.where(best <= a, above, jnp.where(best < b, inside, 0.0))
-    return jnp.sum(probabilities(logits) * per, axis=-1)
 
 
 def binned_normal(mu, sd, borders) -> jax.Array:
@@ -149,3 +141,18 @@ def binned_normal(mu, sd, borders) -> jax.Array:
     c = norm.cdf((inner - jnp.asarray(mu)[..., None]) / jnp.asarray(sd)[..., None])
     zeros, ones = jnp.zeros_like(c[..., :1]), jnp.ones_like(c[..., :1])
     return jnp.diff(jnp.concatenate([zeros, c, ones], axis=-1), axis=-1)
+
+
+def kl_from_masses(p, logits, *, floor: float = 1e-300) -> jax.Array:
+    """KL(p || q) = sum_i p_i (log p_i - log q_i) in nats, from bucket masses p (..., B) to the
+    bar distribution q = softmax(logits) (..., B); -> (...).
+
+    ``logits`` may be any log-masses (``log q`` itself, or a network's output). A bucket with
+    p_i = 0 contributes 0; log q_i is floored at log(``floor``), so a q that puts (numerically)
+    no mass where p has some gives a large finite KL instead of infinity.
+    """
+    p = check_array(p, "p", kind="float")
+    logits = check_array(logits, "logits", kind="float")
+    log_q = jnp.maximum(jax.nn.log_softmax(logits, axis=-1), jnp.log(jnp.asarray(floor, logits.dtype)))
+    safe_p = jnp.where(p > 0, p, 1.0)
+    return jnp.sum(jnp.where(p > 0, p * (jnp.log(safe_p) - log_q), 0.0), axis=-1)

@@ -8,27 +8,33 @@ fixed candidate set, no gradient polish).
 
 A *policy* is ``policy(X, y, mask, C, key, state) -> (scores (m,), state)``; the loop picks
 argmax scores, observes g there and writes it into row ``n`` of the fixed-size arrays X
-(n_max, d), y (n_max,), whose rows with ``mask == 1`` are the observations so far.
+(n_max, d), y (n_max,), whose rows with ``mask == 1`` are the observations so far. The EI
+policies score with log-EI (:func:`xfmr.bayesopt.acquisition.log_expected_improvement`), so
+candidates whose EI underflows still rank by how much they could improve; a score of -inf is
+a valid "no improvement possible". A NaN (or +inf) score is a failure: it is never chosen, and
+the run counts such scores (:attr:`BayesOptRun.n_invalid_scores`, 0 in a sound run).
 
-Run ``n_init`` random evaluations then ``n_iter`` policy steps; the result is the best value
-observed after each evaluation, shape (n_init + n_iter,). Vmap over keys to run many seeds.
+Run ``n_init`` random evaluations then ``n_iter`` policy steps. Vmap over keys to run many seeds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from xfmr.bayesopt import acquisition, bar, gp, pfn
+from xfmr.bayesopt import acquisition, gp
+from xfmr.bayesopt.pfn_model import Datasets, forward
 from xfmr.core.validate import check_int
 
-__all__ = ["run", "random_policy", "gp_ei_policy", "pfn_ei_policy", "standardise"]
+__all__ = ["BayesOptRun", "run_bayesopt", "random_policy", "gp_ei_policy", "pfn_ei_policy", "masked_standardize"]
 
 
-def standardise(y, mask):
-    """(y - mean) / std over the masked rows (std floored at 1e-9); returns (z, mean, std)."""
+def masked_standardize(y, mask):
+    """(y - mean) / std over the masked rows (std floored at 1e-9), masked-out rows 0;
+    returns (z, mean, std)."""
     m = mask.astype(y.dtype)
     n = jnp.maximum(jnp.sum(m), 1.0)
     mu = jnp.sum(y * m) / n
@@ -37,49 +43,67 @@ def standardise(y, mask):
     return (y - mu) / sd * m, mu, sd
 
 
+def _incumbent(z, mask):
+    return jnp.max(jnp.where(mask > 0, z, -jnp.inf))
+
+
 def random_policy():
     """Uniformly random candidate (scores are i.i.d. uniform)."""
     def policy(X, y, mask, C, key, state):
-        return jax.random.uniform(key, (C.shape[0],)), state
+        return jax.random.uniform(key, (C.shape[0],), C.dtype), state
     return policy, None
 
 
-def gp_ei_policy(*, hyper: dict | None = None, n_restarts: int = 4, n_steps: int = 60,
+def gp_ei_policy(*, hyper: gp.GPParams | None = None, n_restarts: int = 4, n_steps: int = 60,
                  standardize: bool = True):
-    """GP expected improvement. ``hyper`` fixed (the true hyperparameters) or ``None``: type-II
-    ML refit every step, warm-started at the previous fit plus ``n_restarts - 1`` random starts."""
-    init = {"lengthscale": 0.2, "outputscale": 1.0, "noise": 1e-3} if hyper is None else hyper
+    """GP log-EI. ``hyper`` fixed (the true hyperparameters) or ``None``: type-II ML refit
+    (:func:`xfmr.bayesopt.gp.fit_hyperparameters`) every step, warm-started at the previous fit
+    plus ``n_restarts - 1`` random starts. The state is the current :class:`~xfmr.bayesopt.gp.GPParams`."""
+    init = gp.GPParams(0.2, 1.0, 1e-3) if hyper is None else hyper
 
     def policy(X, y, mask, C, key, state):
-        z, _, _ = standardise(y, mask) if standardize else (y * mask, 0.0, 1.0)
+        z = masked_standardize(y, mask)[0] if standardize else y * mask
         if hyper is None:
-            fit = gp.fit_hyperparameters(X, z, mask, key, n_restarts=n_restarts, n_steps=n_steps, init=state)
-            h = {k: fit[k] for k in ("lengthscale", "outputscale", "noise")}
+            h = gp.fit_hyperparameters(X, z, mask, key, n_restarts=n_restarts, n_steps=n_steps, init=state).params
         else:
-            h = {k: jnp.asarray(v, X.dtype) for k, v in hyper.items()}
-        mean, var = gp.masked_posterior(X, z, mask, C, **h)
-        best = jnp.max(jnp.where(mask > 0, z, -jnp.inf))
-        return acquisition.expected_improvement(mean, jnp.sqrt(var), best), h
+            h = gp.GPParams(*(jnp.asarray(v, X.dtype) for v in hyper))
+        mean, var = gp.masked_posterior(X, z, mask, C, **h._asdict())
+        return acquisition.log_expected_improvement(mean, jnp.sqrt(var), _incumbent(z, mask)), h
 
-    return policy, {k: jnp.asarray(v) for k, v in init.items()}
+    return policy, gp.GPParams(*(jnp.asarray(v) for v in init))
 
 
 def pfn_ei_policy(params, config, borders, *, standardize: bool = False):
-    """Expected improvement of the PFN's bar distribution (one forward pass)."""
+    """Log-EI of the PFN's bar distribution (one forward pass of the observations and the
+    candidates, attending to the observation rows only: ``n_keys = len(X)``)."""
     def policy(X, y, mask, C, key, state):
-        z, _, _ = standardise(y, mask) if standardize else (y * mask, 0.0, 1.0)
-        n = jnp.sum(mask).astype(jnp.int32)
-        x_all = jnp.concatenate([X, C]).astype(jnp.float32)
-        y_all = jnp.concatenate([z, jnp.zeros(C.shape[0], z.dtype)]).astype(jnp.float32)
-        logits = pfn.forward(params, config, x_all, y_all, n, n_keys=X.shape[0])[X.shape[0]:]
-        best = jnp.max(jnp.where(mask > 0, z, -jnp.inf)).astype(jnp.float32)
-        return bar.expected_improvement(logits, borders, best), state
+        z = masked_standardize(y, mask)[0] if standardize else y * mask
+        dtype = params["embed"]["W_x"].dtype
+        x_all = jnp.concatenate([X, C]).astype(dtype)
+        y_all = jnp.concatenate([z, jnp.zeros(C.shape[0], z.dtype)]).astype(dtype)
+        data = Datasets(x_all, y_all, jnp.sum(mask).astype(jnp.int32))
+        logits = forward(params, data, config, n_keys=X.shape[0])[X.shape[0]:]
+        return acquisition.bar_log_expected_improvement(logits, borders, _incumbent(z, mask).astype(dtype)), state
     return policy, None
 
 
-def run(problem: Callable, policy_and_state, key, *, n_init: int, n_iter: int, d: int,
-        dtype=jnp.float64) -> jax.Array:
-    """Best observed value after each of the n_init + n_iter evaluations, shape (n_init + n_iter,)."""
+class BayesOptRun(NamedTuple):
+    """Result of :func:`run_bayesopt`.
+
+    Attributes:
+        best: the best value observed after each of the n_init + n_iter evaluations.
+        n_invalid_scores: how many acquisition scores, over all steps and candidates, were NaN
+            or +inf (never chosen; 0 in a sound run).
+    """
+
+    best: jax.Array
+    n_invalid_scores: jax.Array
+
+
+def run_bayesopt(problem: Callable, policy_and_state, key, *, n_init: int, n_iter: int, d: int,
+                 dtype=jnp.float64) -> BayesOptRun:
+    """One BayesOpt run of ``policy_and_state = (policy, initial state)`` on ``problem``
+    (module docstring), in ``dtype``."""
     n_init = check_int(n_init, "n_init", minimum=1)
     n_iter = check_int(n_iter, "n_iter", minimum=0)
     d = check_int(d, "d", minimum=1)
@@ -94,14 +118,17 @@ def run(problem: Callable, policy_and_state, key, *, n_init: int, n_iter: int, d
     best0 = jax.lax.cummax(g0[pick].astype(dtype))
 
     def step(carry, t):
-        X, y, mask, state = carry
+        X, y, mask, state, n_invalid = carry
         kc, kp = jax.random.split(jax.random.fold_in(k_loop, t))
         C, g = problem(kc)
         scores, state = policy(X, y, mask, C.astype(dtype), kp, state)
-        i = jnp.argmax(jnp.where(jnp.isfinite(scores), scores, -jnp.inf))
+        invalid = jnp.isnan(scores) | (scores == jnp.inf)
+        i = jnp.argmax(jnp.where(invalid, -jnp.inf, scores))
         n = n_init + t
         X, y, mask = X.at[n].set(C[i].astype(dtype)), y.at[n].set(g[i].astype(dtype)), mask.at[n].set(1.0)
-        return (X, y, mask, state), jnp.max(jnp.where(mask > 0, y, -jnp.inf))
+        n_invalid = n_invalid + jnp.sum(invalid, dtype=jnp.int32)
+        return (X, y, mask, state, n_invalid), jnp.max(jnp.where(mask > 0, y, -jnp.inf))
 
-    (_, _, _, _), best = jax.lax.scan(step, (X, y, mask, state0), jnp.arange(n_iter))
-    return jnp.concatenate([best0, best])
+    carry0 = (X, y, mask, state0, jnp.zeros((), jnp.int32))
+    (_, _, _, _, n_invalid), best = jax.lax.scan(step, carry0, jnp.arange(n_iter))
+    return BayesOptRun(jnp.concatenate([best0, best]), n_invalid)

@@ -15,7 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfmr.core.validate import check_array, check_real, is_concrete
+from xfmr.bayesopt import gp
+from xfmr.core import linalg
+from xfmr.core.validate import check_array, check_float_dtype, check_real, is_concrete
 
 __all__ = ["forrester", "FORRESTER_MIN", "branin", "hartmann3", "gp_sample_on_grid", "BRANIN_MIN", "HARTMANN3_MIN",
            "BRANIN_MINIMISERS"]
@@ -68,14 +70,19 @@ def hartmann3(x) -> jax.Array:
     return -jnp.sum(_H3_ALPHA * jnp.exp(-inner), axis=-1)
 
 
-def gp_sample_on_grid(key, candidates, *, lengthscale, outputscale, jitter: float = 1e-8) -> jax.Array:
-    """f(candidates) for one sample path of GP(0, RBF(lengthscale, outputscale)), shape (m,)."""
+def gp_sample_on_grid(key, candidates, *, lengthscale, outputscale, jitter: float = 1e-8,
+                      dtype=jnp.float64) -> jax.Array:
+    """f(candidates) for one sample path of GP(0, RBF(lengthscale, outputscale)), shape (m,).
+
+    f = L z with L the Cholesky factor of k(C, C) + jitter * outputscale * I
+    (:func:`xfmr.bayesopt.gp.rbf_kernel`) and z ~ N(0, I), drawn in ``dtype`` (float64 needs
+    ``jax_enable_x64``).
+    """
     candidates = _finite(check_array(candidates, "candidates", ndim=2, kind="number"), "candidates")
     check_real(jitter, "jitter", minimum=0.0)
-    C = candidates.astype(float)
-    d2 = jnp.sum((C[:, None, :] - C[None, :, :]) ** 2, -1)
-    K = outputscale * jnp.exp(-d2 / (2.0 * lengthscale**2))
-    L = jnp.linalg.cholesky(K + jitter * outputscale * jnp.eye(K.shape[0], dtype=K.dtype))
+    C = candidates.astype(check_float_dtype(dtype))
+    K = gp.rbf_kernel(C, C, lengthscale=lengthscale, outputscale=outputscale)
+    L = linalg.cholesky(K + jitter * outputscale * jnp.eye(K.shape[0], dtype=K.dtype))
     if is_concrete(L) and not np.all(np.isfinite(np.asarray(L))):
         raise ValueError(f"the prior covariance on candidates is not positive definite after jitter {jitter:.3g}")
     return L @ jax.random.normal(key, (K.shape[0],), K.dtype)

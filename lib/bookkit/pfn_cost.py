@@ -1,0 +1,90 @@
+"""What a PFN of the paper's sizes would cost to train here: one step measured, then scaled.
+
+The PFN pages of Part IV train a laptop-sized model; the PFN paper (Mueller et al., ICLR 2022)
+trains 6 layers of width 512 with 1,000 buckets for tens of thousands of steps on GPUs.
+:func:`paper_seconds_per_step` measures one training step of that model on this machine
+(:func:`seconds_per_step`), and :func:`paper_cost_text` turns it into the pages' sentence.
+Tooling, not a kernel: it times, and it writes prose.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import optax
+
+from xfmr.bayesopt import bar
+from xfmr.bayesopt.pfn_model import PFNConfig, init_params
+from xfmr.bayesopt.pfn_prior import gp_dataset_sampler
+from xfmr.bayesopt.pfn_train import query_nll
+from xfmr.core.validate import check_int
+
+__all__ = ["seconds_per_step", "paper_config", "PAPER_PROBE_POINTS", "paper_seconds_per_step", "paper_cost_text"]
+
+
+def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int = 2, repeats: int = 2) -> float:
+    """Measured CPU seconds of one Adam training step of ``config`` at ``batch`` datasets.
+
+    Times ``repeats`` jitted steps (after one compiling call) at ``probe_batch`` datasets and
+    scales linearly to ``batch`` (the step's work is linear in the batch), so that a model far
+    too large to train here can be costed in seconds. The borders are an argument of the
+    compiled step, not a constant in it, so one ``config`` compiles to one program whatever the
+    borders (the persistent compilation cache then serves every caller). Returns the estimate
+    in CPU seconds of this process (``time.process_time``).
+    """
+    batch = check_int(batch, "batch", minimum=1)
+    probe_batch = check_int(probe_batch, "probe_batch", minimum=1)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    borders = bar.check_borders(borders)
+    params = init_params(jax.random.key(0), config)
+    optimizer = optax.adam(1e-3)
+    sampler = gp_dataset_sampler(config, probe_batch, lengthscale=0.2, outputscale=1.0, noise=0.01)
+
+    @jax.jit
+    def step(p, s, key, borders):
+        value, grads = jax.value_and_grad(query_nll(config, borders))(p, sampler(key))
+        updates, s = optimizer.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, value
+
+    state = optimizer.init(params)
+    jax.block_until_ready(step(params, state, jax.random.key(1), borders))
+    t0 = time.process_time()
+    for r in range(repeats):
+        params, state, _ = jax.block_until_ready(step(params, state, jax.random.key(2 + r), borders))
+    return (time.process_time() - t0) / repeats * batch / probe_batch
+
+
+def paper_config(n_layers: int = 6, *, max_context: int = 30, n_points: int = 40) -> PFNConfig:
+    """The PFN paper's model (Mueller et al. 2022): width 512, 4 heads, feed-forward 1024, 1000
+    buckets, ``n_layers`` layers (6 in the paper), on this book's 1-D datasets."""
+    return PFNConfig(d_in=1, d_model=512, n_heads=4, n_layers=check_int(n_layers, "n_layers", minimum=1),
+                     d_ff=1024, n_buckets=1000, max_context=max_context, n_points=n_points)
+
+
+PAPER_PROBE_POINTS = 40   # points per dataset at which the paper model's step is timed
+
+
+def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, batch: int, scale: float) -> float:
+    """:func:`seconds_per_step` of :func:`paper_config` at ``batch`` datasets of ``n_points``
+    points, ``scale`` the target scale of the equal-mass buckets.
+
+    Timed with one step at one dataset of ``PAPER_PROBE_POINTS`` points (context up to 30),
+    whatever the caller's sizes, and scaled linearly to ``n_points``: every page then times the
+    same compiled program (shared through the persistent compilation cache), and the step's
+    work is linear in the points but for the attention scores, about 2% of a step at width
+    512 and 40 points (2 * 40 * 512 of the 2.1M multiply-adds per point and layer).
+    """
+    n_points = check_int(n_points, "n_points", minimum=2)
+    check_int(max_context, "max_context", minimum=1, maximum=n_points - 1)
+    config = paper_config(n_layers, max_context=PAPER_PROBE_POINTS - 10, n_points=PAPER_PROBE_POINTS)
+    per_probe = seconds_per_step(config, bar.normal_borders(config.n_buckets, scale), batch, probe_batch=1, repeats=1)
+    return per_probe * n_points / PAPER_PROBE_POINTS
+
+
+def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: float, n_steps: int = 50_000) -> str:
+    """One line on the paper model's training cost: ``per_step`` CPU-s per step (from
+    :func:`paper_seconds_per_step`) of the ``n_layers`` model at ``batch``, this page's own
+    ``page_per_step``, and the CPU-days of ``n_steps`` steps."""
+    return (f"measured ({n_layers} layers): {per_step:.1f} CPU-s per step at batch {batch} (this page's model: "
+            f"{page_per_step:.2f}); {n_steps:,} steps = {per_step * n_steps / 86400:.0f} CPU-days on this machine")
