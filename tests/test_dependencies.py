@@ -137,9 +137,18 @@ def source_files(root: Path) -> list[Path]:
     return sorted(files)
 
 
-def lock_names(path: Path) -> set[str]:
+def lock_pins(path: Path) -> dict[str, str]:
+    """``{distribution: version}`` of a lock file's ``name==version`` lines."""
     lines = Path(path).read_text().splitlines()
-    return {normalise(line.split("==")[0]) for line in lines if "==" in line and not line.startswith("#")}
+    pins = (line.split("==") for line in lines if "==" in line and not line.startswith("#"))
+    return {normalise(name): version.strip() for name, version in pins}
+
+
+def requirement_bounds(pyproject: Path, part: str) -> dict[str, str]:
+    """``{distribution: version}`` of the ``>=`` or ``==`` bound of each requirement of ``part``."""
+    project = tomllib.loads(Path(pyproject).read_text())["project"]
+    requirements = project["dependencies"] if part == "dependencies" else project["optional-dependencies"][part]
+    return {requirement_name(r): re.search(r"(?:>=|==)\s*([^,;\s]+)", r).group(1) for r in requirements}
 
 
 def test_every_third_party_import_is_declared():
@@ -150,10 +159,14 @@ def test_every_third_party_import_is_declared():
 
 
 @pytest.mark.parametrize("part", sorted(LOCKS))
-def test_every_declared_distribution_is_pinned(part):
-    names = declared(ROOT / "pyproject.toml")[part]
-    missing = names - lock_names(ROOT / LOCKS[part])
+def test_every_declared_distribution_is_pinned_at_its_lower_bound(part):
+    """`make setup` installs the lock; `pip install -e '.[book,test]'` may not go below it."""
+    pins = lock_pins(ROOT / LOCKS[part])
+    bounds = requirement_bounds(ROOT / "pyproject.toml", part)
+    missing = set(bounds) - set(pins)
     assert not missing, f"pyproject.toml's {part} declares {sorted(missing)}, not pinned in {LOCKS[part]}"
+    other = {name: (bound, pins[name]) for name, bound in bounds.items() if bound != pins[name]}
+    assert not other, f"{part}: lower bound != the pin of {LOCKS[part]} (bound, pin): {other}"
 
 
 def test_the_check_finds_an_undeclared_import(tmp_path):
