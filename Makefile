@@ -110,7 +110,7 @@ record-paper: setup
 		$(addprefix --page ,$(call toc_pages,book/experiments)) --record book/_data/paper_part1.json \
 		--keep-results book/_data/recorded
 
-# Part I's optimiser pages at the paper's sizes (about 3 h). Each page that passes keeps its
+# Part I's optimiser pages at the paper's sizes (hours). Each page that passes keeps its
 # results and figures, with the date, in book/_data/recorded/paper/, which the page shows
 # beside its own (HISTORY.md there says how the runs went).
 record-optimisers: setup
@@ -130,7 +130,7 @@ record-khop: setup
 # unit tests (the environment and layout checks, one test module per part; the whole suite
 # runs under the default interpreter) and one page.
 NEWEST_VENV := .venv-newest
-NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/core/test_validate.py \
+NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/test_dependencies.py tests/core/test_validate.py \
 	tests/hessian/test_blocks.py tests/cross_entropy/test_divergences.py tests/khop/test_task.py \
 	tests/bayesopt/test_gp.py tests/tcbo tests/causal/test_scm.py tests/causal/test_sortability.py
 check-newest-python:
