@@ -8,7 +8,7 @@ SUPPORTED_PYTHONS := python3.11 python3.12 python3.13
 ifeq ($(origin PYTHON),undefined)
 PYTHON := $(shell for p in $(SUPPORTED_PYTHONS); do $$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
 endif
-# The newest of them that runs, for the second environment of .ci/run (issue: 3.11-3.13).
+# The newest of them that runs, for the second environment of .ci/run.
 NEWEST_PYTHON := $(shell for p in python3.13 python3.12 python3.11; do $$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -22,25 +22,13 @@ SITE_ROOT := .
 endif
 HTML_DIR := $(SITE_ROOT)/_build/html
 
-# Determinism and quiet batch runs: CPU JAX, fixed thread counts, no progress bars.
+# Determinism and quiet batch runs (CPU JAX, fixed thread counts, hash seed, no progress bars,
+# JAX's compilation cache): the settings of lib/bookkit/environment.py, which the one-page
+# executor, `make lab` and the tests apply too; each NAME=value it prints is exported here.
 # (Notebook kernels draw with the inline backend: see bookkit.book.execute.INLINE_BACKEND.)
-export JAX_PLATFORMS := cpu
-export OMP_NUM_THREADS := 2
-export OPENBLAS_NUM_THREADS := 2
-export MKL_NUM_THREADS := 2
-# An idle OpenBLAS thread spins for up to 2^28 cycles before it sleeps (its default). Two
-# kernels at a time, each with XLA's threads and OpenBLAS's second thread, then fight for the two
-# cores: Part V's ci pages took 76 s instead of 5-8 s. Spinning for 2^4 cycles ends that; the
-# thread count, and so the split of the work and every result, stays the same.
-export OPENBLAS_THREAD_TIMEOUT := 4
-export PYTHONHASHSEED := 0
-export TQDM_DISABLE := 1
-export PYDEVD_DISABLE_FILE_VALIDATION := 1
-# JAX's persistent compilation cache: nbval re-executes the pages that `execute` has just run,
-# and the unit tests, pages and profiles share many functions; a compiled function is loaded
-# instead of compiled again (keyed by its program and the compiler version: same results).
-export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
-export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
+BOOK_ENVIRONMENT := $(shell PYTHONPATH=$(CURDIR)/lib $(or $(PYTHON),python3) -m bookkit.environment $(CURDIR))
+$(if $(BOOK_ENVIRONMENT),,$(warning no Python ran lib/bookkit/environment.py: the book's process settings are not set))
+$(foreach setting,$(BOOK_ENVIRONMENT),$(eval export $(setting)))
 
 .PHONY: help setup execute html book test unit nbval browser site-checked bench record-paper record-optimisers record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
 
@@ -111,67 +99,38 @@ site-checked:
 	$(MAKE) --no-print-directory html
 	$(MAKE) --no-print-directory browser
 
+# The pages of a folder of the book, in the order of _toc.yml.
+toc_pages = $(shell $(PY) -m bookkit.book.toc $(1))
+
 # Part I's experiment pages at the paper's sizes (about 1.5 h), runtimes kept for the
 # execution page in book/_data/paper_part1.json, and each page's recorded results (with the
 # date) in book/_data/recorded/paper/<page>.json, shown on the pages beside the live run.
-PAPER_PART1_PAGES = $(shell sed -n 's|.*file: *\(book/experiments/[a-z_]*\).*|\1.md|p' _toc.yml)
-
 record-paper: setup
 	$(PY) -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
-		$(addprefix --page ,$(PAPER_PART1_PAGES)) --record book/_data/paper_part1.json \
+		$(addprefix --page ,$(call toc_pages,book/experiments)) --record book/_data/paper_part1.json \
 		--keep-results book/_data/recorded
 
-# Part I's optimiser pages (issue 12) at the paper's sizes: block_spectra took 32 min and
-# training_curvature about 50 min (2026-12-03, on a shared machine), temperature 21 s;
-# heterogeneity_test's first run took 62 min on about one core (2026-12-03) and failed on an
-# expected verdict (book/profiles.yml says what it measured); with grids one value wider, the
-# second took 4731 s (79 min, mostly alone) and failed on the no-softmax verdict (undecided, now
-# expected). Its sweeps' losses are kept in _build/cache/heterogeneity_test (the paper profile's
-# cache_dir), so a rerun after a failed verdict does not train again. The third run (2026-12-03,
-# 3391 s) passed, with the same numbers as the second, and is kept.
-# Each page that passes keeps its results and figures, with the date, in
-# book/_data/recorded/paper/, which the page shows beside its own.
-OPTIMISER_PAGES = $(shell sed -n 's|.*file: *\(book/optimisers/[a-z_]*\).*|\1.md|p' _toc.yml)
-
+# Part I's optimiser pages at the paper's sizes (hours). Each page that passes keeps its
+# results and figures, with the date, in book/_data/recorded/paper/, which the page shows
+# beside its own (HISTORY.md there says how the runs went).
 record-optimisers: setup
 	$(PY) -m bookkit.book.execute --profile paper --out _build/nb/paper-optimisers \
-		$(addprefix --page ,$(OPTIMISER_PAGES)) --keep-results book/_data/recorded
+		$(addprefix --page ,$(call toc_pages,book/optimisers)) --keep-results book/_data/recorded
 
-# Part III's training page at a larger size than the default (issue 11): k up to 8, n = 100
-# (99 tokens after the k token), depths 2-5, width 64 with 4 heads, 2 seeds, 8000 steps.
-# Sized from a measured 0.055 CPU-s per layer and step at this width and length (batch 32):
-# about 4 CPU hours. Its errors per depth and k are kept, with the date, in
-# book/_data/recorded/khop-large/training.json, which the page shows. Results are kept only
-# if the page's assertions all hold. The first run (2026-12-03, 7923 s wall beside another
-# long run) trained every depth and failed at "depth 2 fails at k = 2 on every seed": error
-# 0.096 and 0.110 against min_unsolved = 0.1, before the attention maps; nothing was kept.
-# Depth 3 solved k = 3 (0.015) and depth 5 k = 7 (0.015), more hops than composition's
-# k + 1 layers allow. So this run states its own threshold, min_unsolved = 0.075 (1.5 x
-# tol_solved; depth 2 errs on about 10% at k = 2, depth 3 on none); the page asserts at every
-# size that where fewer than k + 1 layers solve k, a head of a later layer follows a pointer
-# find^j, j >= 2. The trained parameters are kept in _build/cache/khop-large (cache_dir), so a
-# rerun after a failed assertion does not train again. The second run (2026-12-03, depths
-# trained over two sessions, about 2 h of training) passed all of that and failed at the
-# strategy expected where k + 1 layers are there: composition at the default size, but here
-# depth 4 at k = 3 and depth 5 at k = 3 and 4 have a find^2 head in a later layer (multi-hop),
-# while every model composes at k <= 2. So this run expects that measured strategy per k;
-# run so (2026-12-03, the cached models loaded, 125 s), it passed and is kept.
-KHOP_LARGE = --set depths='[2, 3, 4, 5]' --set k_max=8 --set seq_len=99 --set d_model=64 \
-	--set n_heads=4 --set n_seeds=2 --set n_steps=8000 --set learning_rate=0.001 \
-	--set warmup_steps=500 --set n_eval=512 --set n_attn=128 --set min_unsolved=0.075 \
-	--set expected_strategy='{1: composition, 2: composition, 3: multi-hop, 4: multi-hop}' \
-	--set cache_dir=_build/cache/khop-large
-
+# Part III's training page with its own profile khop-large (book/profiles.yml: k up to 8,
+# n = 100, about 4 CPU hours). Its errors per depth and k are kept, with the date, in
+# book/_data/recorded/khop-large/training.json, which the page shows, only if the page's
+# assertions all hold.
 record-khop: setup
-	$(PY) -m bookkit.book.execute --profile default --out _build/nb/khop-large \
-		--page book/khop/training.md $(KHOP_LARGE) --keep-results book/_data/recorded --label khop-large
+	$(PY) -m bookkit.book.execute --profile khop-large --out _build/nb/khop-large \
+		--page book/khop/training.md --keep-results book/_data/recorded
 
 # A second environment made with the newest supported Python on the machine (.ci/run calls it;
 # PYTHON=... picks another interpreter): every pin installed, a representative subset of the
 # unit tests (the environment and layout checks, one test module per part; the whole suite
 # runs under the default interpreter) and one page.
 NEWEST_VENV := .venv-newest
-NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/core/test_validate.py \
+NEWEST_TESTS := tests/test_environment.py tests/test_layout.py tests/test_dependencies.py tests/core/test_validate.py \
 	tests/hessian/test_blocks.py tests/cross_entropy/test_divergences.py tests/khop/test_task.py \
 	tests/bayesopt/test_gp.py tests/tcbo tests/causal/test_scm.py tests/causal/test_sortability.py
 check-newest-python:
@@ -194,7 +153,7 @@ lab: setup
 bench: setup
 	$(PY) -m bookkit.bench --out book/_data/benchmarks.json
 
-# The peer environment (issue 17, optional: make test and make book never need it): PyTorch
+# The peer environment (optional: make test and make book never need it): PyTorch
 # 2.13.0 (CPU) and curvlinops beside the book's own pins, Python 3.11 only, since the CPU wheel
 # of torch 2.13.0 at hand is for 3.11 (elsewhere pip would fetch a CUDA build of several GB).
 # Its lock, requirements-peers.lock, replaces the book's setuptools pin (torch needs >= 77.0.3).

@@ -24,6 +24,13 @@ def test_no_orphan_pages():
     assert execute.orphan_pages(ROOT, toc.toc_pages(ROOT / "_toc.yml")) == []
 
 
+def test_an_unlisted_page_is_an_orphan_but_a_note_beside_the_data_is_not(tmp_path):
+    (tmp_path / "book" / "_data" / "recorded").mkdir(parents=True)
+    for name in ("index.md", "extra.md", "_data/recorded/HISTORY.md"):
+        (tmp_path / "book" / name).write_text("# x\n")
+    assert execute.orphan_pages(tmp_path, ["book/index"]) == ["book/extra.md"]
+
+
 def test_profiles_name_each_page_and_profile_once():
     """YAML keeps the last of two equal keys silently: a page or profile written twice (as a
     merge can leave it) would drop the first entry."""
@@ -55,8 +62,40 @@ def test_every_profile_names_real_parameters():
         nb = jupytext.read(toc.page_source(ROOT, page))
         names = toc.parameter_names(execute.parameters_cell(nb).source)
         for profile, overrides in profiles.items():
-            assert profile in ("ci", "paper"), profile
+            assert profile != "default", f"{key}: the default profile is the parameters cell"
             assert set(overrides) <= names, (key, profile, set(overrides) - names)
+
+
+def test_a_page_may_define_a_profile_of_its_own(tmp_path):
+    profiles = tmp_path / "profiles.yml"
+    profiles.write_text("a/page:\n  ci: {n: 1}\n  big: {n: 9}\nb/page:\n  paper: {n: 2}\n")
+    assert toc.page_profiles(profiles) == {"big": ["book/a/page"]}
+    assert toc.profile_overrides(profiles, "book/a/page", "big") == {"n": 9}
+    assert toc.profile_overrides(profiles, "book/b/page", "ci") == {}  # a book profile: every page
+    assert toc.profile_overrides(profiles, "book/b/page", "default") == {}
+    with pytest.raises(ValueError, match=r"a page's own \(big\).*'b/page'.*'big'"):
+        toc.profile_overrides(profiles, "book/b/page", "big")
+    profiles.write_text("a/page:\n  Big: {n: 9}\n")
+    with pytest.raises(ValueError, match="lower-case"):
+        toc.page_profiles(profiles)
+
+
+def test_the_larger_khop_run_is_a_profile_of_the_training_page():
+    """`make record-khop` runs book/khop/training with its own profile khop-large."""
+    profiles = ROOT / "book" / "profiles.yml"
+    assert toc.page_profiles(profiles)["khop-large"] == ["book/khop/training"]
+    large = toc.profile_overrides(profiles, "book/khop/training", "khop-large")
+    assert large["k_max"] == 8 and large["seq_len"] == 99 and large["depths"] == [2, 3, 4, 5]
+    assert large["expected_strategy"] == {1: "composition", 2: "composition", 3: "multi-hop", 4: "multi-hop"}
+
+
+def test_a_folder_s_pages_come_from_the_toc_in_reading_order():
+    pages = toc.toc_pages(ROOT / "_toc.yml")
+    assert toc.pages_under(pages, "book/optimisers") == [
+        "book/optimisers/block_spectra", "book/optimisers/training_curvature",
+        "book/optimisers/heterogeneity_test", "book/optimisers/temperature"]
+    assert toc.pages_under(pages, "book/experiments/") == toc.pages_under(pages, "book/experiments")
+    assert toc.pages_under(pages, "book/exp") == []  # a folder, not a prefix of a name
 
 
 def test_every_notebook_page_has_a_parameters_cell():
@@ -122,6 +161,7 @@ def test_page_defaults_are_the_parameters_cell_values(tmp_path):
 
 
 def test_profile_overrides_rejects_unknown_profile(tmp_path):
+    (tmp_path / "p.yml").write_text("x:\n  ci: {n: 1}\n")
     with pytest.raises(ValueError, match="profile must be one of"):
         toc.profile_overrides(tmp_path / "p.yml", "book/x", "fast")
 

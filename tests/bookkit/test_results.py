@@ -232,6 +232,20 @@ def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
         results.keep_results(tmp_path / "out" / "results", tmp_path / "rec", "ci", ["book/part/page"], "d", label="Big!")
 
 
+def test_a_page_s_own_profile_runs_only_on_that_page_and_is_kept_with_its_parameters(tmp_path, monkeypatch):
+    """`make record-khop`: a profile that one page defines, kept under its own name."""
+    _recording_book(tmp_path, monkeypatch, "root: book/part/page\nchapters:\n  - file: book/part/other\n")
+    (tmp_path / "book" / "profiles.yml").write_text("part/page:\n  ci: {n: 3}\n  big: {n: 6}\n")
+    _page(tmp_path / "book" / "part" / "other.md", "x = 1")
+    out, rec = tmp_path / "out", tmp_path / "rec"
+    assert execute.run(tmp_path, out, "big", None) == 2  # a page's own profile needs --page
+    assert execute.run(tmp_path, out, "big", ["book/part/other.md"]) == 2  # not defined for that page
+    assert execute.run(tmp_path, out, "huge", ["book/part/page.md"]) == 2  # defined nowhere
+    assert execute.run(tmp_path, out, "big", ["book/part/page.md"], keep_results=rec) == 0
+    kept = json.loads((rec / "big" / "page.json").read_text())
+    assert kept["profile"] == "big" and kept["overrides"] == {"n": 6} and kept["results"] == {"n": {"value": 9.0}}
+
+
 def test_page_kernels_use_unix_sockets_that_cannot_collide():
     # Over TCP two kernels started at once can pick the same free port and one dies at start.
     a, b = execute.IPCKernelManager(), execute.IPCKernelManager()

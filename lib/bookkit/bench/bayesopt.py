@@ -11,36 +11,20 @@
   test points; goal: under 2 s.
 
 Every size is read from the pages' parameters cells (:func:`bookkit.book.toc.page_defaults`), so
-a page resized is benchmarked at its new size. Each timing is the best of a few calls after a
-warm-up call (so compilation is excluded).
+a page resized is benchmarked at its new size. Each timing is the median of a few calls after a
+first call (so compilation is excluded), wall and CPU time (:func:`bookkit.bench.timing.measure`).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
+from bookkit.bench.timing import measure
+
 __all__ = ["bench_pfn_train_step", "bench_bayesopt_step", "bench_gp_posterior"]
-
-
-_CPU = {}
-
-
-def _best(fn, repeats=5):
-    """Best wall time of ``repeats`` calls after a warm-up; the CPU time (user+sys of this
-    process) of that same call is kept in ``_CPU["last"]``, since wall time on a shared machine
-    measures the other jobs too."""
-    jax.block_until_ready(fn())
-    best = (float("inf"), 0.0)
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        jax.block_until_ready(fn())
-        best = min(best, (time.perf_counter() - t0, time.process_time() - c0))
-    _CPU["last"] = best[1]
-    return best[0]
 
 
 def _pfn_config(sizes: dict, **overrides):
@@ -60,27 +44,27 @@ def bench_pfn_train_step() -> list[dict]:
 
     sizes = page_defaults(Path.cwd(), "book/bayesopt/pfn")
     cfg = _pfn_config(sizes)
-    borders = bar.normal_borders(cfg.n_buckets, (sizes["outputscale"] + sizes["noise"]) ** 0.5)
-    params = pfn.init_params(jax.random.key(0), cfg)
-    sampler = pfn.make_sampler(cfg, sizes["batch_size"], lengthscale=sizes["lengthscale"],
-                               outputscale=sizes["outputscale"], noise=sizes["noise"])
-    loss = pfn.loss_fn(cfg, borders)
-    opt = optax.adam(sizes["learning_rate"])
-    state = opt.init(params)
+    with jax.enable_x64(True):  # as on the page: the prior's draws in float64, the model in float32
+        borders = bar.normal_borders(cfg.n_buckets, (sizes["outputscale"] + sizes["noise"]) ** 0.5)
+        params = pfn.init_params(jax.random.key(0), cfg)
+        sampler = pfn.make_sampler(cfg, sizes["batch_size"], lengthscale=sizes["lengthscale"],
+                                   outputscale=sizes["outputscale"], noise=sizes["noise"])
+        loss = pfn.loss_fn(cfg, borders)
+        opt = optax.adam(sizes["learning_rate"])
+        state = opt.init(params)
 
-    @jax.jit
-    def step(params, state, key):
-        value, grads = jax.value_and_grad(loss)(params, sampler(key))
-        updates, state = opt.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, value
+        @jax.jit
+        def step(params, state, key):
+            value, grads = jax.value_and_grad(loss)(params, sampler(key))
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state, value
 
-    seconds = _best(lambda: step(params, state, jax.random.key(1)))
+        timing = measure(lambda i: step(params, state, jax.random.key(1)))
     n_steps = sizes["n_steps"]
     return [{"benchmark": "PFN training step (page 3 model)",
              "size": f"{cfg.n_layers} layers, width {cfg.d_model}, batch {sizes['batch_size']} x {cfg.n_points} points",
-             "seconds": seconds, "goal": "page-3 training <= 6 min on 2 cores",
-             "note": f"CPU {_CPU['last']:.3f} s; {n_steps} steps (default profile) ~ {n_steps * seconds / 60:.1f} min "
-                     f"at this speed; compilation excluded"}]
+             **timing.fields(), "goal": "page-3 training <= 6 min on 2 cores",
+             "note": f"{n_steps} steps (default profile) ~ {n_steps * timing.seconds / 60:.1f} min at this speed"}]
 
 
 def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts: int, n_fit_steps: int) -> list[dict]:
@@ -105,20 +89,19 @@ def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts:
     pfn_policy, _ = loop.pfn_ei_policy(params, cfg, borders)
     pfn_step = jax.jit(lambda key: jnp.argmax(pfn_policy(X, y, mask, C, key, None)[0]))
 
-    t_gp = _best(lambda: gp_step(jax.random.key(2)))
-    c_gp = _CPU["last"]
-    t_pfn = _best(lambda: pfn_step(jax.random.key(2)))
-    c_pfn = _CPU["last"]
+    gp = measure(lambda i: gp_step(jax.random.key(2)))
+    pf = measure(lambda i: pfn_step(jax.random.key(2)))
     size = f"{n} obs, {m} candidates, 1-D"
     model = f"{cfg.n_layers} layers, width {cfg.d_model}, feed-forward {cfg.d_ff}, {cfg.n_buckets} buckets"
     return [
         {"benchmark": f"BayesOpt step, GP-EI (type-II ML refit + solve), {label}", "size": size,
-         "seconds": t_gp, "goal": "reference",
-         "note": f"{n_restarts} restarts x {n_fit_steps} Adam steps, float64; CPU {c_gp:.3f} s"},
+         **gp.fields(), "goal": "reference",
+         "note": f"{n_restarts} restarts x {n_fit_steps} Adam steps, float64"},
         {"benchmark": f"BayesOpt step, PFN-EI (one forward pass), {label}", "size": size,
-         "seconds": t_pfn, "goal": ">= 10x faster than the GP step",
-         "note": f"{t_gp / t_pfn:.1f}x faster than the GP step (CPU: {c_gp / max(c_pfn, 1e-9):.1f}x); {model} "
-                 f"({model_page}), float32; the {n + m} tokens attend to the {n} context tokens and themselves"},
+         **pf.fields(), "goal": ">= 10x faster than the GP step",
+         "note": f"{gp.seconds / pf.seconds:.1f}x faster than the GP step (CPU: "
+                 f"{gp.cpu_seconds / max(pf.cpu_seconds, 1e-9):.1f}x); {model} ({model_page}), float32; "
+                 f"the {n + m} tokens attend to the {n} context tokens and themselves"},
     ]
 
 
@@ -127,28 +110,28 @@ def bench_bayesopt_step() -> list[dict]:
     (``bayesopt/pfn_bayesopt``: the PFN that runs BayesOpt in the book, EI maximised over its
     grid), and with the larger page-3 model (``bayesopt/pfn``) at the 500 random candidates of
     ``bayesopt/bayesopt_loop``. Restarts and Adam steps of the GP refit are each page's."""
-    jax.config.update("jax_enable_x64", True)
     from bookkit.book.toc import page_defaults
 
     page5 = page_defaults(Path.cwd(), "book/bayesopt/pfn_bayesopt")
     loop = page_defaults(Path.cwd(), "book/bayesopt/bayesopt_loop")
-    return (_bayesopt_step_rows("BayesOpt page's PFN and grid", "bayesopt/pfn_bayesopt", 50, page5["n_grid"],
-                                page5["n_restarts"], page5["n_fit_steps"])
-            + _bayesopt_step_rows("page-3 PFN, 500 random candidates", "bayesopt/pfn", 50, loop["n_candidates"],
-                                  loop["n_restarts"], loop["n_fit_steps"]))
+    with jax.enable_x64(True):
+        return (_bayesopt_step_rows("BayesOpt page's PFN and grid", "bayesopt/pfn_bayesopt", 50, page5["n_grid"],
+                                    page5["n_restarts"], page5["n_fit_steps"])
+                + _bayesopt_step_rows("page-3 PFN, 500 random candidates", "bayesopt/pfn", 50,
+                                      loop["n_candidates"], loop["n_restarts"], loop["n_fit_steps"]))
 
 
 def bench_gp_posterior() -> list[dict]:
-    jax.config.update("jax_enable_x64", True)
     from xfmr.bayesopt import gp
 
     n = 2000
-    k = jax.random.split(jax.random.key(0), 3)
-    X = jax.random.uniform(k[0], (n, 2))
-    y = jax.random.normal(k[1], (n,))
-    Xs = jax.random.uniform(k[2], (n, 2))
-    f = jax.jit(lambda X, y, Xs: gp.masked_posterior(X, y, jnp.ones(n), Xs, lengthscale=0.3,
-                                                     outputscale=1.0, noise=0.01))
-    seconds = _best(lambda: f(X, y, Xs), repeats=3)
+    with jax.enable_x64(True):
+        k = jax.random.split(jax.random.key(0), 3)
+        X = jax.random.uniform(k[0], (n, 2))
+        y = jax.random.normal(k[1], (n,))
+        Xs = jax.random.uniform(k[2], (n, 2))
+        f = jax.jit(lambda X, y, Xs: gp.masked_posterior(X, y, jnp.ones(n), Xs, lengthscale=0.3,
+                                                         outputscale=1.0, noise=0.01))
+        timing = measure(lambda i: f(X, y, Xs), 3)
     return [{"benchmark": "GP posterior (mean + variance)", "size": "2000 obs x 2000 test points, d = 2, float64",
-             "seconds": seconds, "goal": "< 2 s", "note": f"Cholesky + triangular solves, jitted; CPU {_CPU['last']:.2f} s"}]
+             **timing.fields(), "goal": "< 2 s", "note": "Cholesky + triangular solves, jitted"}]

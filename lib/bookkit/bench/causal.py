@@ -1,7 +1,8 @@
 """Benchmarks of Part VI (standardized causal models): :mod:`xfmr.causal.scm`, :mod:`xfmr.causal.sortability`.
 
-Every measurement runs in a fresh Python subprocess (float64 JAX on the CPU); ``peak_mib`` is
-that process's peak resident set size (``VmHWM``), JAX runtime included.
+Every measurement (a ``measure_*`` function) runs in a fresh Python process
+(:func:`bookkit.bench.isolated.run_isolated`, float64 JAX on the CPU); ``peak_mib`` is that
+process's peak resident set size (:func:`bookkit.bench.isolated.peak_mib`), JAX runtime included.
 
 - :func:`population_covariance_large`: the iSCM population correlation at d = 1000 (one
   ``fori_loop``), against the authors' package (``iscm``, a Python double loop) on the same graph;
@@ -13,120 +14,125 @@ that process's peak resident set size (``VmHWM``), JAX runtime included.
 
 from __future__ import annotations
 
+import jax
+import numpy as np
 
-from bookkit.bench import run_isolated
-
-_PRELUDE = """
-import json, time
-import jax, jax.numpy as jnp, numpy as np
-jax.config.update("jax_enable_x64", True)
-from xfmr.causal import dags, scm, sortability
+from bookkit.bench.isolated import peak_mib, run_isolated
+from bookkit.bench.timing import measure, measure_once
 
 
-def peak_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def touching(W):
-    # W restricted to nodes on some edge (the iscm package's Graph drops isolated nodes)
+def _touching(W: np.ndarray) -> np.ndarray:
+    """``W`` restricted to the nodes on some edge (the ``iscm`` package's Graph drops isolated nodes)."""
     idx = np.flatnonzero((W != 0).any(0) | (W != 0).any(1))
     return W[np.ix_(idx, idx)]
 
 
-def timed(fn):
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn())
-    return out, time.perf_counter() - t0
-"""
+def _graph(seed: int, d: int) -> np.ndarray:
+    from xfmr.causal import dags
+
+    return _touching(np.asarray(dags.weighted_graphs(jax.random.PRNGKey(seed), "ER-2", d, 1)[0]))
 
 
-def _run(body: str) -> dict:
-    return run_isolated(_PRELUDE, body)
+def measure_population_covariance(d: int) -> dict:
+    """Ours (first call, then one warm call) against the ``iscm`` package's closed form."""
+    from iscm.closed_form_data_generator import get_exact_covariance_for_alternate_standardization
+    from iscm.graph_utils import Graph
+
+    from xfmr.causal import scm
+
+    with jax.enable_x64(True):
+        W = _graph(0, d)
+        ours = measure(lambda i: scm.population_covariance(W, 1.0, "iscm"), 1)
+        C = np.asarray(scm.population_covariance(W, 1.0, "iscm"))
+        variances = {i: 1.0 for i in range(W.shape[0])}
+        reference, ref = measure_once(lambda: get_exact_covariance_for_alternate_standardization(
+            Graph(weight_matrix=W), variances)[0])
+    return {"ours": ours, "reference": reference, "err": float(np.abs(C - ref).max()), "d": W.shape[0],
+            "peak_mib": peak_mib()}
+
+
+def measure_sortability(count: int, d: int, n: int, n_ref: int) -> dict:
+    """Sampling and R^2-sortability of ``count`` graphs, each one call with its compilation;
+    CausalDisco on the first ``n_ref`` of them."""
+    from CausalDisco import analytics
+
+    from xfmr.causal import dags, scm, sortability
+
+    with jax.enable_x64(True):
+        graphs, Ws = measure_once(lambda: dags.weighted_graphs(jax.random.PRNGKey(1), "ER-2", d, count))
+        keys = jax.random.split(jax.random.PRNGKey(2), count)
+        sample, Xs = measure_once(lambda: scm.sample_batch(keys, Ws, n, "scm"))
+        sort, s = measure_once(lambda: sortability.sortability_batch(Xs, Ws, "r2", 1e-9))
+        s = np.asarray(s)
+        reference = measure(lambda i: analytics.r2_sortability(np.asarray(Xs[i]), np.asarray(Ws[i]), 1e-9),
+                            n_ref, first_call=False)
+        ref = [analytics.r2_sortability(np.asarray(Xs[b]), np.asarray(Ws[b]), 1e-9) for b in range(n_ref)]
+    return {"graphs": graphs, "sample": sample, "sort": sort, "reference": reference,
+            "err": float(np.abs(s[:n_ref] - np.array(ref)).max()), "mean": float(np.mean(s)), "peak_mib": peak_mib()}
+
+
+def measure_sampler(d: int, n: int) -> dict:
+    """Our iSCM sampler (first call, then one warm call on a new key) against the ``iscm`` package's;
+    both samples' correlations against the population correlation."""
+    from iscm import data_sampler
+    from iscm.graph_utils import Graph
+
+    from xfmr.causal import scm
+
+    with jax.enable_x64(True):
+        W = _graph(3, d)
+        ours = measure(lambda i: scm.sample(jax.random.PRNGKey(4 + i), W, n, "iscm"), 1)
+        X = np.asarray(scm.sample(jax.random.PRNGKey(5), W, n, "iscm"))
+        graph = Graph(weight_matrix=W)
+        reference, Y = measure_once(lambda: data_sampler.sample_linear(graph, 1.0, "internal", n,
+                                                                       rng=np.random.default_rng(0)))
+        C = np.asarray(scm.population_covariance(W, 1.0, "iscm"))
+    err = max(float(np.abs(np.corrcoef(X.T) - C).max()), float(np.abs(np.corrcoef(Y.T) - C).max()))
+    return {"ours": ours, "reference": reference, "err": err, "d": W.shape[0], "peak_mib": peak_mib()}
 
 
 def population_covariance_large(d: int = 1000) -> list[dict]:
     """iSCM population correlation at ``d`` nodes (ER-2), ours versus the ``iscm`` package."""
-    res = _run(f"""
-        from iscm.closed_form_data_generator import get_exact_covariance_for_alternate_standardization
-        from iscm.graph_utils import Graph
-        W = touching(np.asarray(dags.weighted_graphs(jax.random.PRNGKey(0), "ER-2", {d}, 1)[0]))
-        C, first = timed(lambda: scm.population_covariance(W, 1.0, "iscm"))
-        C, warm = timed(lambda: scm.population_covariance(W, 1.0, "iscm"))
-        t0 = time.perf_counter()
-        ref, _, _ = get_exact_covariance_for_alternate_standardization(Graph(weight_matrix=W), {{i: 1.0 for i in range(W.shape[0])}})
-        t_ref = time.perf_counter() - t0
-        err = float(np.abs(np.asarray(C) - ref).max())
-        print(json.dumps({{"first": first, "warm": warm, "ref": t_ref, "err": err, "d": W.shape[0],
-                          "peak_mib": peak_mib()}}))
-    """)
+    res = run_isolated(measure_population_covariance, d)
     return [{
         "benchmark": "causal: iSCM population correlation (scm.population_covariance)",
         "size": f"d={res['d']} (ER-2 on {d} nodes, isolated nodes dropped)",
-        "seconds": res["warm"],
+        **res["ours"].fields(),
         "peak_mib": res["peak_mib"],
         "goal": "< 1 s",
-        "note": (f"warm; first call incl. compile {res['first']:.2f} s; iscm package's closed form "
-                 f"{res['ref']:.1f} s, agrees to {res['err']:.1e}"),
+        "note": (f"first call incl. compile {res['ours'].first_seconds:.2f} s; iscm package's closed form "
+                 f"{res['reference'].seconds:.1f} s, agrees to {res['err']:.1e}"),
     }]
 
 
 def sortability_many(count: int = 100, d: int = 220, n: int = 1000, n_ref: int = 3) -> list[dict]:
     """R^2-sortability of ``count`` ER-2 graphs (SCM data), vmapped; CausalDisco on ``n_ref`` of them."""
-    res = _run(f"""
-        from CausalDisco import analytics
-        t0 = time.perf_counter()
-        Ws = dags.weighted_graphs(jax.random.PRNGKey(1), "ER-2", {d}, {count})
-        t_graphs = time.perf_counter() - t0
-        keys = jax.random.split(jax.random.PRNGKey(2), {count})
-        Xs, t_sample = timed(lambda: scm.sample_batch(keys, Ws, {n}, "scm"))
-        s, t_sort = timed(lambda: sortability.sortability_batch(Xs, Ws, "r2", 1e-9))
-        t0 = time.perf_counter()
-        ref = [analytics.r2_sortability(np.asarray(Xs[b]), np.asarray(Ws[b]), 1e-9) for b in range({n_ref})]
-        t_ref = (time.perf_counter() - t0) / {n_ref}
-        err = float(np.abs(np.asarray(s[:{n_ref}]) - np.array(ref)).max())
-        print(json.dumps({{"graphs": t_graphs, "sample": t_sample, "sort": t_sort, "ref": t_ref, "err": err,
-                          "mean": float(np.mean(s)), "peak_mib": peak_mib()}}))
-    """)
+    res = run_isolated(measure_sortability, count, d, n, n_ref)
     return [{
         "benchmark": "causal: R^2-sortability of many graphs (sample_batch + sortability_batch)",
         "size": f"{count} graphs, d={d}, n={n}, ER-2",
-        "seconds": res["sample"] + res["sort"],
+        **res["sample"].plus(res["sort"]).fields(),
         "peak_mib": res["peak_mib"],
         "goal": "< 30 s",
-        "note": (f"sampling {res['sample']:.1f} s + sortability {res['sort']:.1f} s (compile incl.), graph "
-                 f"generation {res['graphs']:.1f} s apart; CausalDisco {res['ref']:.1f} s per graph, agrees to "
-                 f"{res['err']:.1e}; mean R^2-sortability {res['mean']:.3f}"),
+        "note": (f"sampling {res['sample'].seconds:.1f} s + sortability {res['sort'].seconds:.1f} s, graph "
+                 f"generation {res['graphs'].seconds:.1f} s apart; CausalDisco {res['reference'].seconds:.1f} s "
+                 f"per graph ({res['reference'].statistic}), agrees to {res['err']:.1e}; mean R^2-sortability "
+                 f"{res['mean']:.3f}"),
     }]
 
 
 def sampler_vs_iscm(d: int = 100, n: int = 10_000) -> list[dict]:
     """Our iSCM sampler versus ``iscm.data_sampler.sample_linear`` on one ER-2 graph."""
-    res = _run(f"""
-        from iscm import data_sampler
-        from iscm.graph_utils import Graph
-        W = touching(np.asarray(dags.weighted_graphs(jax.random.PRNGKey(3), "ER-2", {d}, 1)[0]))
-        X, first = timed(lambda: scm.sample(jax.random.PRNGKey(4), W, {n}, "iscm"))
-        X, warm = timed(lambda: scm.sample(jax.random.PRNGKey(5), W, {n}, "iscm"))
-        g = Graph(weight_matrix=W)
-        t0 = time.perf_counter()
-        Y = data_sampler.sample_linear(g, 1.0, "internal", {n}, rng=np.random.default_rng(0))
-        t_ref = time.perf_counter() - t0
-        C = np.asarray(scm.population_covariance(W, 1.0, "iscm"))
-        err = max(float(np.abs(np.corrcoef(np.asarray(X).T) - C).max()), float(np.abs(np.corrcoef(Y.T) - C).max()))
-        print(json.dumps({{"first": first, "warm": warm, "ref": t_ref, "err": err, "d": W.shape[0],
-                          "peak_mib": peak_mib()}}))
-    """)
+    res = run_isolated(measure_sampler, d, n)
     return [{
         "benchmark": "causal: iSCM sampler (scm.sample) vs iscm package",
         "size": f"d={res['d']}, n={n}, ER-2",
-        "seconds": res["warm"],
+        **res["ours"].fields(),
         "peak_mib": res["peak_mib"],
         "goal": "same order as the iscm package",
-        "note": (f"warm; first call incl. compile {res['first']:.2f} s; iscm package {res['ref']:.3f} s; "
-                 f"both samples' correlations within {res['err']:.3f} of the population values"),
+        "note": (f"first call incl. compile {res['ours'].first_seconds:.2f} s; iscm package "
+                 f"{res['reference'].seconds:.3f} s; both samples' correlations within {res['err']:.3f} of "
+                 f"the population values"),
     }]
 
 

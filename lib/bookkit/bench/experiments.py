@@ -21,11 +21,11 @@ with all blocks estimated together or only the diagonal blocks, each from its ow
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from bookkit.bench.timing import Timing, measure, measure_once
 
 __all__ = ["bench_growth_unit", "bench_deep_growth_unit", "OFFICIAL_SECONDS", "GOAL_SECONDS"]
 
@@ -60,24 +60,17 @@ def bench_growth_unit(repeats: int = 7) -> list[dict]:
         # float64 inside a local context manager: the global JAX config is left alone
         with jax.enable_x64(dtype == jnp.float64):
             f = _unit(dtype)
-            t0 = time.perf_counter()
-            jax.block_until_ready(f(0.5, jax.random.key(0)))
-            first = time.perf_counter() - t0
-            times = []
-            for i in range(repeats):
-                t0 = time.perf_counter()
-                jax.block_until_ready(f(0.1 * (i + 1), jax.random.key(i + 1)))
-                times.append(time.perf_counter() - t0)
-        med = float(np.median(times))
+            # a new sigma and probe key for every call; the first call (sigma 0.5) compiles
+            timing = measure(lambda i: f(0.1 * i if i else 0.5, jax.random.key(i)), repeats)
         rows.append({
             "benchmark": f"Part I growth-rate unit ({name}, jit amortised)",
-            "size": size, "seconds": med, "goal": GOAL_SECONDS,
-            "note": (f"median of {repeats} calls after compilation; official PyTorch pipeline "
-                     f"{OFFICIAL_SECONDS} s ({OFFICIAL_SECONDS / med:.1f}x faster)")})
+            "size": size, **timing.fields(), "goal": GOAL_SECONDS,
+            "note": (f"official PyTorch pipeline {OFFICIAL_SECONDS} s "
+                     f"({OFFICIAL_SECONDS / timing.seconds:.1f}x faster)")})
         rows.append({
             "benchmark": f"Part I growth-rate unit ({name}, first call incl. jit)",
-            "size": size, "seconds": first, "goal": None,
-            "note": "one-off compilation + first call; paid once per sweep configuration"})
+            "size": size, "seconds": timing.first_seconds, "statistic": "one call (compilation included)",
+            "goal": None, "note": "one-off compilation + first call; paid once per sweep configuration"})
     return rows
 
 
@@ -94,22 +87,22 @@ def bench_deep_growth_unit(n_layers: int = 5, n_sigma: int = 3) -> list[dict]:
     cfg = GPTConfig(vocab_size=12, max_len=18, d_model=128, n_layers=n_layers)
     paths = [("blocks", l, "attn", n) for l in range(n_layers) for n in ("W_Q", "W_V")]
     size = f"d_model 128, {n_layers} layers, batch 64, 20 probes, W_Q and W_V of every layer"
-    rows, seconds = [], {}
+    rows, unit = [], {}
     with jax.enable_x64(True):
         for blocks in ("all", "diagonal"):
-            def sweep(n):
-                t0 = time.perf_counter()
-                sigma_sweep(cfg, np.geomspace(0.01, 1.0, n), paths, n_seeds=1, batch_size=64,
-                            n_probes=20, blocks=blocks)
-                return time.perf_counter() - t0
+            def sweep(n_points: int) -> Timing:
+                return measure_once(lambda: sigma_sweep(cfg, np.geomspace(0.01, 1.0, n_points), paths, n_seeds=1,
+                                                        batch_size=64, n_probes=20, blocks=blocks))[0]
 
-            one = sweep(1)
-            seconds[blocks] = (sweep(1 + n_sigma) - one) / n_sigma
-    for blocks, sec in seconds.items():
+            one, longer = sweep(1), sweep(1 + n_sigma)
+            unit[blocks] = Timing((longer.seconds - one.seconds) / n_sigma,
+                                  (longer.cpu_seconds - one.cpu_seconds) / n_sigma,
+                                  f"(sweep over {1 + n_sigma} sigmas - sweep over 1) / {n_sigma}, one call each "
+                                  "(compilation, paid once per sweep, cancels)")
+    for blocks, timing in unit.items():
         note = ("every block from one problem (rows of all 10 blocks per probe)" if blocks == "all"
                 else f"diagonal blocks only, each its own problem: "
-                     f"{seconds['all'] / sec:.1f}x faster than all blocks")
+                     f"{unit['all'].seconds / timing.seconds:.1f}x faster than all blocks")
         rows.append({"benchmark": f"Part I 5-layer growth unit (float64, blocks={blocks!r})",
-                     "size": size, "seconds": sec, "goal": None,
-                     "note": f"{note}; jit excluded (difference of two sweeps)"})
+                     "size": size, **timing.fields(), "goal": None, "note": note})
     return rows

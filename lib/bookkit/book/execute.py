@@ -13,12 +13,21 @@ reads the runtimes of this run from ``stats.json`` at the root of the output tre
     python -m bookkit.book.execute --profile ci --out /tmp/nb --page book/hessian/single_layer.md
     python -m bookkit.book.execute --profile paper --out _build/nb/paper-part1 \
         --page book/experiments/growth_rates.md ... --record book/_data/paper_part1.json
+    python -m bookkit.book.execute --profile khop-large --out _build/nb/khop-large \
+        --page book/khop/training.md --keep-results book/_data/recorded
+
+A profile is one of the book's (``ci``, ``default``, ``paper``) or a page's own, defined for
+that page in ``book/profiles.yml`` (``khop-large``), which runs only with ``--page``. The
+executor sets the book's process settings (:mod:`bookkit.environment`: CPU JAX, thread
+counts, hash seed, compilation cache) before it starts a kernel, so a page executed here
+gives the numbers of ``make book``.
 
 ``--record FILE`` keeps the runtimes of a successful run (profile, pages, total, date, CPU
 count) in a JSON file of the repository, for the execution page to report a run that is too
 long to repeat on every build (`make record-paper`). ``--keep-results DIR`` keeps the recorded
 results of a successful run's pages, with the date, in ``DIR/<profile>/<page>.json``
-(``book/_data/recorded`` for `make record-paper`), where the pages show them.
+(``book/_data/recorded`` for `make record-paper`), where the pages show them; a page's own
+profile keeps them with its parameters, under the profile's name.
 
 Exits non-zero, naming every page that failed, if any page raises.
 """
@@ -43,8 +52,9 @@ import yaml
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from bookkit import results
-from bookkit.book.toc import PROFILES, ROOT_ENV, find_root, page_source, parameter_names, profile_overrides, toc_pages
+from bookkit import environment, results
+from bookkit.book.toc import (PROFILES, ROOT_ENV, find_root, page_profiles, page_source, parameter_names,
+                              profile_overrides, toc_pages)
 
 STATS_PAGE = "book/about/execution"
 CLAIMS_PAGE = "book/about/claims"
@@ -147,12 +157,14 @@ def copy_assets(root: Path, out: Path) -> None:
             shutil.copy2(path, dest)
 
 
+DATA_DIR = "book/_data"  # data the pages read (and notes on how it was recorded), no pages
+
+
 def orphan_pages(root: Path, pages: list[str]) -> list[str]:
-    """Page sources under ``book/`` that ``_toc.yml`` does not list."""
+    """Page sources under ``book/`` (outside :data:`DATA_DIR`) that ``_toc.yml`` does not list."""
     listed = {f"{p}.md" for p in pages} | {f"{p}.ipynb" for p in pages}
-    return sorted(
-        str(p.relative_to(root)) for p in (root / "book").rglob("*.md") if str(p.relative_to(root)) not in listed
-    )
+    sources = (p.relative_to(root).as_posix() for p in (root / "book").rglob("*.md"))
+    return sorted(s for s in sources if s not in listed and not s.startswith(f"{DATA_DIR}/"))
 
 
 def write_runtimes(path: Path, profile: str, pages: list[dict], **extra) -> None:
@@ -193,12 +205,24 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
     if overrides and not only:
         print("execute: --set needs --page (parameters are per page)", file=sys.stderr)
         return 2
+    own_pages = None if profile in PROFILES else page_profiles(root / "book" / "profiles.yml").get(profile)
+    if profile not in PROFILES and not own_pages:
+        print(f"execute: profile {profile!r} is neither one of {PROFILES} nor a page's own in book/profiles.yml",
+              file=sys.stderr)
+        return 2
+    if own_pages is not None and not only:
+        print(f"execute: profile {profile!r} is a page's own ({', '.join(own_pages)}): pass --page", file=sys.stderr)
+        return 2
     pages = toc_pages(root / "_toc.yml")
     if only:
         wanted = [str(Path(p).with_suffix("")) for p in only]
         missing = set(wanted) - set(pages)
         if missing:
             print(f"execute: not in _toc.yml: {sorted(missing)}", file=sys.stderr)
+            return 2
+        if own_pages is not None and set(wanted) - set(own_pages):
+            print(f"execute: profile {profile!r} is not defined for {sorted(set(wanted) - set(own_pages))}",
+                  file=sys.stderr)
             return 2
         pages = [p for p in pages if p in wanted]
     else:
@@ -234,8 +258,12 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
     print(f"execute [{profile}]: {len(stats)} pages in {total:.1f} s", flush=True)
     if keep_results is not None:  # a page's results are kept when that page ran to its end
         passed = [s["page"] for s in stats if s["status"] == "ok"]
-        kept = results.keep_results(out / results.RESULTS_DIR, keep_results, profile, passed, time.strftime("%Y-%m-%d"),
-                                    label=label, overrides=overrides, notebooks=out)
+        kept = []
+        for page in passed:  # a page's own profile is kept with its parameters
+            own = {} if own_pages is None else profile_overrides(root / "book" / "profiles.yml", page, profile)
+            kept += results.keep_results(out / results.RESULTS_DIR, keep_results, profile, [page],
+                                         time.strftime("%Y-%m-%d"), label=label,
+                                         overrides={**own, **(overrides or {})}, notebooks=out)
         print(f"execute: results of {len(kept)} page(s) kept in {keep_results / (label or profile)}", flush=True)
     if failures:
         print(f"execute: {len(failures)} page(s) failed: {', '.join(failures)}", file=sys.stderr)
@@ -250,7 +278,8 @@ def run(root: Path, out: Path, profile: str, only: list[str] | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", choices=PROFILES, default="default")
+    parser.add_argument("--profile", default="default",
+                        help=f"one of {', '.join(PROFILES)} or a page's own profile (book/profiles.yml)")
     parser.add_argument("--out", type=Path, required=True, help="output tree (mirrors the repository root)")
     parser.add_argument("--page", action="append", help="execute only this page (repeatable)")
     parser.add_argument("--record", type=Path, help="write the runtimes of a successful run here")
@@ -262,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="pages executed at once, one kernel each (default 2)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
+    environment.apply(root)  # the kernels inherit the book's process settings
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     os.environ[ROOT_ENV] = str(root)  # for pages that name a folder of the repository
     record = None if args.record is None else args.record.resolve()

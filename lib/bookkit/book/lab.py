@@ -5,7 +5,9 @@ repository as its root and ``book/index.md`` open. jupytext's contents manager (
 pinned ``jupytext``) serves each ``.md`` page as a notebook, and this module makes "Jupytext
 Notebook" the default viewer of markdown files, so a double click opens a page as a notebook
 and saving writes the markdown back: there is no copy step. The kernel ``python3`` is the
-environment's own interpreter (ipykernel's native kernel of ``.venv``).
+environment's own interpreter (ipykernel's native kernel of ``.venv``). The server, and so
+every kernel it starts, runs with the book's process settings (:mod:`bookkit.environment`), so
+a page run here gives the numbers of ``make book``.
 
     python -m bookkit.book.lab                   # what `make lab` runs
     python -m bookkit.book.lab --check book/hessian/single_layer.md --profile ci
@@ -32,8 +34,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from bookkit.book.execute import find_root
-from bookkit.book.toc import PROFILES, profile_overrides
+from bookkit import environment
+from bookkit.book.toc import PROFILES, find_root, profile_overrides
 
 # Markdown (and MyST) files open as notebooks by default; a JupyterLab settings override.
 DEFAULT_VIEWERS = {
@@ -181,9 +183,11 @@ def check_page(root: Path, page: str, profile: str = "ci") -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", metavar="PAGE", help="execute PAGE through a headless server and exit")
-    parser.add_argument("--profile", choices=PROFILES, default="ci", help="parameters for --check (default ci)")
+    parser.add_argument("--profile", default="ci",
+                        help=f"parameters for --check: one of {', '.join(PROFILES)} or the page's own (default ci)")
     args = parser.parse_args(argv)
     root = find_root(Path.cwd())
+    environment.apply(root)  # the server's kernels inherit the book's process settings
     install_settings()
     if args.check:
         n = check_page(root, args.check, args.profile)

@@ -1,0 +1,87 @@
+"""The process settings under which the book's numbers are computed, in one place.
+
+``make`` exports what ``python -m bookkit.environment`` prints, and the one-page executor
+(``python -m bookkit.book.execute``), ``make lab`` (``bookkit.book.lab``) and the test suite
+(``tests/conftest.py``) apply them with :func:`apply` before any kernel or library starts, so a
+page run by hand gives the book's numbers. Standard library only: ``make`` reads this module
+with the bare interpreter, before the book's environment exists.
+
+    python -m bookkit.environment [ROOT]     # NAME=value lines (ROOT: the repository, default .)
+
+Every value below changes no result by itself; what it fixes is that a result does not depend
+on the machine or on the process that runs it:
+
+- ``JAX_PLATFORMS=cpu``: the book's numbers are CPU numbers (a GPU's reductions round
+  differently).
+- ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``: a fixed thread count,
+  so the split of a BLAS reduction, and with it its rounding, does not follow the machine's
+  core count.
+- ``OPENBLAS_THREAD_TIMEOUT=4``: an idle OpenBLAS thread spins for up to 2^28 cycles before it
+  sleeps (its default); two kernels at a time, each with XLA's threads and OpenBLAS's second
+  thread, then fight for two cores (Part V's ci pages took 76 s instead of 5-8 s). Spinning
+  for 2^4 cycles ends that; the thread count, and so every result, stays the same.
+- ``PYTHONHASHSEED=0``: set and dict iteration orders of strings are the same in every kernel.
+- ``TQDM_DISABLE=1``: no progress bars in batch runs (they would land in the executed pages).
+- ``PYDEVD_DISABLE_FILE_VALIDATION=1``: no debugger warning in the kernels' outputs.
+- ``JAX_COMPILATION_CACHE_DIR`` (``_build/jax-cache`` of the repository) and
+  ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0``: JAX's persistent compilation cache. nbval
+  re-executes the pages that the executor has just run, and the unit tests, pages and profiles
+  share many functions; a compiled function is loaded instead of compiled again (keyed by its
+  program and the compiler version: the same results).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+
+THREADS = 2
+CACHE_DIR = "_build/jax-cache"  # under the repository root
+
+SETTINGS = {
+    "JAX_PLATFORMS": "cpu",
+    "OMP_NUM_THREADS": str(THREADS),
+    "OPENBLAS_NUM_THREADS": str(THREADS),
+    "MKL_NUM_THREADS": str(THREADS),
+    "OPENBLAS_THREAD_TIMEOUT": "4",
+    "PYTHONHASHSEED": "0",
+    "TQDM_DISABLE": "1",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+}
+
+
+def settings(root: str | os.PathLike) -> dict[str, str]:
+    """The environment variables of a run in the repository at ``root``: :data:`SETTINGS` and
+    the compilation cache ``<root>/_build/jax-cache``."""
+    return {**SETTINGS, "JAX_COMPILATION_CACHE_DIR": str(Path(root).resolve() / CACHE_DIR)}
+
+
+def apply(root: str | os.PathLike, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set :func:`settings` in ``environ`` (default ``os.environ``, which every process started
+    afterwards inherits); returns the variables whose value changed, with their old values
+    (``""`` where unset).
+
+    Thread counts and the platform take effect in processes started afterwards (the kernels)
+    and in this one only if numpy and jax are imported after the call.
+    """
+    environ = os.environ if environ is None else environ
+    changed = {}
+    for name, value in settings(root).items():
+        if environ.get(name) != value:
+            changed[name] = environ.get(name, "")
+            environ[name] = value
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    for name, value in settings(args[0] if args else os.getcwd()).items():
+        print(f"{name}={value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
