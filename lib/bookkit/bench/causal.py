@@ -61,7 +61,7 @@ def measure_sortability(count: int, d: int, n: int, n_ref: int) -> dict:
     with jax.enable_x64(True):
         graphs, Ws = measure_once(lambda: dags.weighted_graphs(jax.random.PRNGKey(1), "ER-2", d, count))
         keys = jax.random.split(jax.random.PRNGKey(2), count)
-        sample, Xs = measure_once(lambda: scm.sample_batch(keys, Ws, n, "scm"))
+        sample, Xs = measure_once(lambda: scm.sample_many(keys, Ws, n, "scm"))
         sort, s = measure_once(lambda: sortability.sortability_batch(Xs, Ws, "r2", 1e-9))
         s = np.asarray(s)
         reference = measure(lambda i: analytics.r2_sortability(np.asarray(Xs[i]), np.asarray(Ws[i]), 1e-9),

@@ -2,7 +2,7 @@
 
 One re-plan = the posterior from the precision (Cholesky), the candidate set, the hardest
 candidate pair, the linearised reward and backward induction over the full horizon (the
-policy's action is read off at the current step), exactly as ``xfmr.tcbo.tcbo`` runs it after
+policy's action is read off at the current step), exactly as ``xfmr.tcbo.runner`` runs it after
 every measurement. Sizes: the 12 x 12 grid of the book's comparison (H = 25) and a 30 x 30
 grid (900 states, H = 50). Float64, jit amortised (median of repeated calls on new
 histories; the first call, with compilation, is in the note). Goals: 0.2 s and 1 s on 2 cores.
@@ -19,29 +19,29 @@ from bookkit.bench.timing import measure
 __all__ = ["bench_tcbo_replan"]
 
 
-def _replan_fn(n_grid: int, horizon: int, lengthscale: float = 0.15, noise_sd: float = 0.1, beta: float = 2.0):
-    from xfmr.tcbo import tcbo
+def _replan_fn(n_grid: int, horizon: int, lengthscale: float = 0.15, noise_sd: float = 0.1, beta: float = 4.0):
+    from xfmr.tcbo import design, mdp, runner, weight_gp
 
-    coords, nb = tcbo.grid_states(n_grid, n_grid)
-    Phi = tcbo.features(coords, lengthscale=lengthscale)
-    problem = tcbo.make_problem(Phi, nb, 0, noise_sd=noise_sd, beta=beta)
+    coords, nb = mdp.grid_states(n_grid, n_grid)
+    Phi = weight_gp.features(coords, lengthscale=lengthscale)
+    problem = runner.make_problem(Phi, nb, 0, noise_sd=noise_sd, beta=beta)
 
     @jax.jit
     def replan(post, s):
-        mean, var = tcbo.predict(post, Phi)
-        mask = tcbo.candidates(mean, jnp.sqrt(var), beta)
-        reward = tcbo.linearised_reward(post.precision, Phi, mask) / noise_sd**2
+        mean, var = weight_gp.predict_states(post, Phi)
+        mask = design.candidates(mean, jnp.sqrt(var), beta)
+        reward = design.linearised_reward(post.precision, Phi, mask) / noise_sd**2
         valid = problem.neighbours >= 0
         edge = jnp.where(valid, reward[jnp.where(valid, problem.neighbours, 0)], 0.0)
-        _, policy = tcbo.backward_induction(jnp.broadcast_to(edge, (horizon,) + edge.shape),
+        _, policy = mdp.backward_induction(jnp.broadcast_to(edge, (horizon,) + edge.shape),
                                             problem.neighbours, problem.terminal)
         return policy[0, s]
 
     def history(seed: int, n: int = 20):
         rng = np.random.default_rng(seed)
-        post = tcbo.prior(Phi.shape[1])
+        post = weight_gp.prior(Phi.shape[1])
         for i in rng.integers(0, len(coords), size=n):
-            post = tcbo.update(post, Phi[i], float(rng.normal()), noise_sd)
+            post = weight_gp.update(post, Phi[i], float(rng.normal()), noise_sd)
         return post
 
     return replan, history, Phi.shape
