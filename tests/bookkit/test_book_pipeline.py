@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bookkit import paths
 from bookkit.book import browser_check, execute, toc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,18 +136,18 @@ def test_repository_path_resolves_against_the_root_from_an_output_folder(tmp_pat
     out = tmp_path / "_build" / "nb" / "paper" / "book" / "khop"
     out.mkdir(parents=True)
     monkeypatch.chdir(out)  # where a page runs
-    monkeypatch.delenv(toc.ROOT_ENV, raising=False)
-    assert toc.repository_path("_build/cache") == tmp_path / "_build" / "cache"
+    monkeypatch.delenv(paths.ROOT_ENV, raising=False)
+    assert paths.repository_path("_build/cache") == tmp_path / "_build" / "cache"
     # an output folder outside the repository: the executor names the root
     elsewhere = tmp_path.parent / f"{tmp_path.name}-out"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     with pytest.raises(FileNotFoundError, match="_toc.yml"):
-        toc.repository_path("_build/cache")
-    monkeypatch.setenv(toc.ROOT_ENV, str(tmp_path))
-    assert toc.repository_path("_build/cache") == tmp_path / "_build" / "cache"
-    assert toc.repository_path(tmp_path / "x") == tmp_path / "x"
-    assert toc.repository_path(None) is None
+        paths.repository_path("_build/cache")
+    monkeypatch.setenv(paths.ROOT_ENV, str(tmp_path))
+    assert paths.repository_path("_build/cache") == tmp_path / "_build" / "cache"
+    assert paths.repository_path(tmp_path / "x") == tmp_path / "x"
+    assert paths.repository_path(None) is None
 
 
 def test_page_defaults_are_the_parameters_cell_values(tmp_path):

@@ -53,8 +53,8 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from bookkit import environment, results
-from bookkit.book.toc import (PROFILES, ROOT_ENV, find_root, page_profiles, page_source, parameter_names,
-                              profile_overrides, toc_pages)
+from bookkit.book.toc import PROFILES, page_profiles, page_source, parameter_names, profile_overrides, toc_pages
+from bookkit.paths import ROOT_ENV, find_root
 
 STATS_PAGE = "book/about/execution"
 CLAIMS_PAGE = "book/about/claims"

@@ -35,7 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bookkit import environment
-from bookkit.book.toc import PROFILES, find_root, profile_overrides
+from bookkit.book.toc import PROFILES, profile_overrides
+from bookkit.paths import find_root
 
 # Markdown (and MyST) files open as notebooks by default; a JupyterLab settings override.
 DEFAULT_VIEWERS = {

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 from bookkit.book.browser_check import CHROMIUM_ARGS, chromium_path, serve
-from bookkit.book.execute import find_root
+from bookkit.paths import find_root
 from bookkit.book.render import prepare
 from bookkit.book.toc import toc_pages
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bookkit.book.execute import find_root
+from bookkit.paths import find_root
 from bookkit.book.markdown_sources import EXTRA_SOURCES
 from bookkit.book.toc import page_source, toc_pages
 

@@ -1,5 +1,5 @@
 """Read the book's table of contents and profiles: which pages exist, in which order, and
-which parameters each execution profile overrides; where the repository's root is.
+which parameters each execution profile overrides.
 
     python -m bookkit.book.toc book/experiments    # its pages in reading order, one per line
 
@@ -11,12 +11,13 @@ page's parameters cell and runs only on pages that define it.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 
 import yaml
+
+from bookkit.paths import find_root
 
 PROFILES = ("ci", "default", "paper")
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -113,34 +114,6 @@ def page_defaults(root: Path, page: str) -> dict:
     values: dict = {}
     exec(cells[0].source, {"__builtins__": {}}, values)  # literals only: no names, no calls
     return values
-
-
-def find_root(start: Path) -> Path:
-    """The repository root: the nearest folder upwards that holds ``_toc.yml``."""
-    for folder in (start, *start.parents):
-        if (folder / "_toc.yml").exists():
-            return folder
-    raise FileNotFoundError(f"no _toc.yml in {start} or any parent folder")
-
-
-ROOT_ENV = "BOOKKIT_ROOT"  # set by ``bookkit.book.execute`` for the kernels it starts
-
-
-def repository_path(path: str | os.PathLike | None) -> Path | None:
-    """``path`` relative to the repository root; an absolute path as it is, None as None.
-
-    Pages run in their output folder, which may lie outside the repository, so a page
-    parameter that names a folder of the repository (such as a cache) is resolved here: the
-    root is ``$BOOKKIT_ROOT`` when set (the executor sets it), else :func:`find_root` of the
-    working folder (a page opened in the repository).
-    """
-    if path is None:
-        return None
-    path = Path(path)
-    if path.is_absolute():
-        return path
-    root = os.environ.get(ROOT_ENV)
-    return (Path(root) if root else find_root(Path.cwd())) / path
 
 
 def main(argv: list[str] | None = None) -> int:
