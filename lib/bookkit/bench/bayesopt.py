@@ -29,10 +29,10 @@ __all__ = ["bench_pfn_train_step", "bench_bayesopt_step", "bench_gp_posterior"]
 
 def _pfn_config(sizes: dict, **overrides):
     """The PFNConfig of a page's parameters (``sizes`` from :func:`bookkit.book.toc.page_defaults`)."""
-    from xfmr.bayesopt import pfn
+    from xfmr.bayesopt import pfn_model
 
     names = ("d_model", "n_heads", "n_layers", "d_ff", "n_buckets", "max_context", "n_points")
-    return pfn.PFNConfig(d_in=1, **{**{k: sizes[k] for k in names}, **overrides})
+    return pfn_model.PFNConfig(d_in=1, **{**{k: sizes[k] for k in names}, **overrides})
 
 
 def bench_pfn_train_step() -> list[dict]:
@@ -40,16 +40,16 @@ def bench_pfn_train_step() -> list[dict]:
     import optax
 
     from bookkit.book.toc import page_defaults
-    from xfmr.bayesopt import bar, pfn
+    from xfmr.bayesopt import bar, pfn_model, pfn_prior, pfn_train
 
     sizes = page_defaults(Path.cwd(), "book/bayesopt/pfn")
     cfg = _pfn_config(sizes)
     with jax.enable_x64(True):  # as on the page: the prior's draws in float64, the model in float32
         borders = bar.normal_borders(cfg.n_buckets, (sizes["outputscale"] + sizes["noise"]) ** 0.5)
-        params = pfn.init_params(jax.random.key(0), cfg)
-        sampler = pfn.make_sampler(cfg, sizes["batch_size"], lengthscale=sizes["lengthscale"],
-                                   outputscale=sizes["outputscale"], noise=sizes["noise"])
-        loss = pfn.loss_fn(cfg, borders)
+        params = pfn_model.init_params(jax.random.key(0), cfg)
+        sampler = pfn_prior.gp_dataset_sampler(cfg, sizes["batch_size"], lengthscale=sizes["lengthscale"],
+                                               outputscale=sizes["outputscale"], noise=sizes["noise"])
+        loss = pfn_train.query_nll(cfg, borders)
         opt = optax.adam(sizes["learning_rate"])
         state = opt.init(params)
 
@@ -72,8 +72,8 @@ def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts:
     book's own policies (:mod:`xfmr.bayesopt.loop`): GP-EI with a type-II ML refit against PFN-EI
     with the model of ``model_page`` (its default sizes, untrained weights: the cost of a
     forward pass does not depend on the weights)."""
-    from xfmr.bayesopt import bar, loop, pfn
     from bookkit.book.toc import page_defaults
+    from xfmr.bayesopt import bar, loop, pfn_model
 
     sizes = page_defaults(Path.cwd(), f"book/{model_page}")
     cfg = _pfn_config(sizes, max_context=n, n_points=n + 10)
@@ -84,7 +84,7 @@ def _bayesopt_step_rows(label: str, model_page: str, n: int, m: int, n_restarts:
     mask = jnp.ones(n)
     gp_policy, gp_state = loop.gp_ei_policy(n_restarts=n_restarts, n_steps=n_fit_steps)
     gp_step = jax.jit(lambda key: jnp.argmax(gp_policy(X, y, mask, C, key, gp_state)[0]))
-    params = pfn.init_params(jax.random.key(1), cfg)
+    params = pfn_model.init_params(jax.random.key(1), cfg)
     borders = bar.normal_borders(cfg.n_buckets, 1.01**0.5)
     pfn_policy, _ = loop.pfn_ei_policy(params, cfg, borders)
     pfn_step = jax.jit(lambda key: jnp.argmax(pfn_policy(X, y, mask, C, key, None)[0]))

@@ -15,6 +15,7 @@ process's peak resident set size (:func:`bookkit.bench.isolated.peak_mib`), JAX 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bookkit.bench.isolated import peak_mib, run_isolated
@@ -30,7 +31,8 @@ def _touching(W: np.ndarray) -> np.ndarray:
 def _graph(seed: int, d: int) -> np.ndarray:
     from xfmr.causal import dags
 
-    return _touching(np.asarray(dags.weighted_graphs(jax.random.PRNGKey(seed), "ER-2", d, 1)[0]))
+    W = dags.weighted_graphs(jax.random.PRNGKey(seed), "ER-2", d, 1, dtype=jnp.float64)[0]
+    return _touching(np.asarray(W))
 
 
 def measure_population_covariance(d: int) -> dict:
@@ -59,7 +61,8 @@ def measure_sortability(count: int, d: int, n: int, n_ref: int) -> dict:
     from xfmr.causal import dags, scm, sortability
 
     with jax.enable_x64(True):
-        graphs, Ws = measure_once(lambda: dags.weighted_graphs(jax.random.PRNGKey(1), "ER-2", d, count))
+        graphs, Ws = measure_once(lambda: dags.weighted_graphs(jax.random.PRNGKey(1), "ER-2", d, count,
+                                                                         dtype=jnp.float64))
         keys = jax.random.split(jax.random.PRNGKey(2), count)
         sample, Xs = measure_once(lambda: scm.sample_many(keys, Ws, n, "scm"))
         sort, s = measure_once(lambda: sortability.sortability_batch(Xs, Ws, "r2", 1e-9))
