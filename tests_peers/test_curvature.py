@@ -17,7 +17,7 @@ from helpers import N_ANSWER, relative_error, small_model  # noqa: E402
 from bookkit.peers import curvature as peers  # noqa: E402
 from bookkit.peers.torch_gpt import parameter  # noqa: E402
 from xfmr.experiments.addition import answer_positions  # noqa: E402
-from xfmr.experiments.curvature import (KINDS, Problem, cross_entropy_loss, dense_matrices,  # noqa: E402
+from xfmr.experiments.curvature import (CURVATURES, Problem, cross_entropy_loss, dense_matrices,  # noqa: E402
                             hutchinson_samples)
 from xfmr.experiments.sweeps import gpt_problem  # noqa: E402
 
@@ -70,7 +70,7 @@ def test_hutchinson_same_probes_agree(layer_norm, linear_head):
         jax.random.fold_in(key, b), (n_probes,) + t.shape, dtype=jnp.float64)))
         for b, t in enumerate(theta)}
     theirs = peers.hutchinson_samples(*ops, [t.shape for t in theta], probes)
-    for kind in KINDS:
+    for kind in CURVATURES:
         q_ours, q_theirs = np.asarray(ours[kind]), theirs[kind]
         assert q_theirs.shape == q_ours.shape == (6, 6, n_probes)
         # rounding: 1e-10 relative, except the structural zeros (H - GGN rows of the last
@@ -96,6 +96,6 @@ def test_diagonal_block_norms_match_the_growth_unit():
                               positions=answer_positions(), linear_head=True)
         q = jax.jit(lambda th: hutchinson_samples(Problem(problem.out_fn, problem.loss_fn, th),
                                                   key, n_probes, key_ids=(b,)))(problem.theta)
-        for kind in KINDS:
+        for kind in CURVATURES:
             np.testing.assert_allclose(theirs[kind][b], np.sqrt(np.asarray(q[kind]).mean()),
                                        rtol=1e-10, err_msg=f"{kind} block {path}")

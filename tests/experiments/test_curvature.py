@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from xfmr.hessian import attention
-from xfmr.experiments.curvature import (KINDS, Problem, dense_matrices, exact_block_norms, get_path,
+from xfmr.experiments.curvature import (CURVATURES, Problem, dense_matrices, exact_block_norms, get_path,
                             hutchinson_block_norms, hutchinson_samples, mean_squared_error_loss,
                             products, set_path)
 
@@ -31,7 +31,7 @@ def test_dense_matrices_match_the_attention_reference(softmax):
     dense = dense_matrices(problem)
     ref = attention.autodiff_hessian(X, Y, *problem.theta, softmax=softmax)
     scale = float(jnp.abs(ref.H).max())
-    for kind in KINDS:
+    for kind in CURVATURES:
         np.testing.assert_allclose(np.asarray(getattr(dense, kind)), np.asarray(getattr(ref, kind)),
                                    atol=1e-12 * scale, rtol=0)
     assert [(s.start, s.stop) for s in dense.slices] == [(0, 6), (6, 12), (12, 21)]
@@ -58,7 +58,7 @@ def test_hutchinson_converges_to_exact_norms():
     exact = exact_block_norms(problem)
     samples = jax.jit(lambda k: hutchinson_samples(problem, k, 4000))(jax.random.key(7))
     est = hutchinson_block_norms(samples)
-    for k in KINDS:
+    for k in CURVATURES:
         norm, se = est[k]
         assert norm.shape == (3, 3)
         floor = 1e-12 * exact[k].max()  # round-off of the dense H - H_o

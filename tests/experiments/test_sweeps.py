@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from xfmr.experiments.addition import answer_loss, make_batch
-from xfmr.experiments.curvature import KINDS, Problem, cross_entropy_loss, dense_matrices, hutchinson_samples, products
+from xfmr.experiments.curvature import CURVATURES, Problem, cross_entropy_loss, dense_matrices, hutchinson_samples, products
 from xfmr.experiments.gpt import GPTConfig, embed, forward, init_params
 from xfmr.experiments.sweeps import addition_problem, gpt_problem, sigma_sweep, sweep_instance
 
@@ -90,7 +90,7 @@ def test_linear_head_is_equivalent(n_layers, paths):
     loss_full, a = _jit_loss_and_samples(full, jax.random.key(2), 3)
     loss_lin, b = _jit_loss_and_samples(lin, jax.random.key(2), 3)
     assert abs(float(loss_full) - float(loss_lin)) < 1e-13
-    for k in KINDS:
+    for k in CURVATURES:
         np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-7, atol=1e-14)
 
 
@@ -103,7 +103,7 @@ def test_diagonal_sweep_is_the_diagonal_of_the_full_sweep(layer_norm, softmax, l
     full = sigma_sweep(cfg, [0.1, 2.0], paths, **kw)
     diag = sigma_sweep(cfg, [0.1, 2.0], paths, blocks="diagonal", **kw)
     off = ~np.eye(len(paths), dtype=bool)
-    for k in KINDS:
+    for k in CURVATURES:
         np.testing.assert_allclose(np.diagonal(diag[k], axis1=2, axis2=3),
                                    np.diagonal(full[k], axis1=2, axis2=3), rtol=1e-12, atol=0)
         assert np.all(np.isnan(diag[k][:, :, off]))
@@ -116,7 +116,7 @@ def test_sweep_measures_the_instances_it_exposes():
     inst = sweep_instance(cfg, 1, batch_size=3)
     problem = addition_problem(inst.params, cfg, inst.tokens, PATHS, embed_scale=0.5)
     q = _jit_samples(problem, inst.probe_key, 2)
-    for k in KINDS:
+    for k in CURVATURES:
         np.testing.assert_allclose(sweep[k][1, 0], np.sqrt(np.asarray(q[k]).mean(-1)), rtol=1e-10)
     assert np.array_equal(sweep["sigmas"], [0.5])
     emb = inst.params["embed"]["W_E"]

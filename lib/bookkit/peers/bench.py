@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from bookkit.bench.__main__ import cpu_model
-from bookkit.peers.curvature import KINDS, diagonal_block_norms
+from bookkit.peers.curvature import CURVATURES, diagonal_block_norms
 from bookkit.peers.torch_gpt import TorchGPT, parameter, to_torch
 
 __all__ = ["setup", "compare", "main"]
@@ -74,12 +74,12 @@ def setup(n_layers: int, d_model: int = D_MODEL, batch_size: int = BATCH, n_prob
 
     @jax.jit
     def ours_jit(sigma, key):
-        out = {k: [] for k in KINDS}
+        out = {k: [] for k in CURVATURES}
         for i, path in enumerate(paths):
             problem = gpt_problem(params, cfg, sigma * x_base, [path], cross_entropy_loss(targets),
                                   positions=answer_positions(), linear_head=True)
             q = hutchinson_samples(problem, key, n_probes, key_ids=(i,))
-            for k in KINDS:
+            for k in CURVATURES:
                 out[k].append(jnp.sqrt(jnp.mean(q[k][0, 0])))
         return {k: jnp.stack(v) for k, v in out.items()}
 
@@ -116,7 +116,7 @@ def compare(n_layers: int, repeats: int = 5) -> dict:
     t_theirs_first, est_t = _timed(theirs(SIGMAS[0], jax.random.key(0)))
     # largest difference relative to the largest estimate of its kind (some H - GGN blocks are 0)
     agreement = max(float(np.max(np.abs(est_t[k] - est[k])) / np.max(np.abs(est[k])))
-                    for k in KINDS)
+                    for k in CURVATURES)
     t_ours, t_theirs = [], []
     for r in range(repeats):
         sigma, key = SIGMAS[(r + 1) % len(SIGMAS)], jax.random.key(r + 1)

@@ -17,7 +17,7 @@ from curvlinops import GGNLinearOperator, HessianLinearOperator
 
 __all__ = ["operators", "dense_matrices", "hutchinson_samples", "diagonal_block_norms"]
 
-KINDS = ("H", "H_o", "H_f")  # as xfmr.experiments.curvature.KINDS: H, the GGN, H - GGN
+CURVATURES = ("H", "H_o", "H_f")  # as xfmr.experiments.curvature.CURVATURES: H, the GGN, H - GGN
 
 
 def operators(model: torch.nn.Module, loss_func: torch.nn.Module, params: Sequence[torch.nn.Parameter],
@@ -50,7 +50,7 @@ def hutchinson_samples(H_op, G_op, shapes: Sequence[tuple], probes: dict[int, to
     probe ``s`` on the ``j``-th probed block, as :func:`xfmr.experiments.curvature.hutchinson_samples`.
     ``H_f v`` is ``H v - H_o v`` from the same two products.
     """
-    res = {k: [] for k in KINDS}
+    res = {k: [] for k in CURVATURES}
     for b, V in probes.items():
         S = V.shape[0]
         M = [torch.zeros(*shape, S, dtype=V.dtype) for shape in shapes]
@@ -68,10 +68,10 @@ def diagonal_block_norms(model, loss_func, params: Sequence[torch.nn.Parameter],
     One operator pair per block (its diagonal block only), ``probes[b]`` of shape
     ``(S, *params[b].shape)``; ``sqrt(mean_s ||M_bb v_s||^2)``. Returns ``{kind: (n_blocks,)}``.
     """
-    out = {k: [] for k in KINDS}
+    out = {k: [] for k in CURVATURES}
     for p, V in zip(params, probes):
         H_op, G_op = operators(model, loss_func, [p], X, y)
         q = hutchinson_samples(H_op, G_op, [tuple(p.shape)], {0: V})
-        for k in KINDS:
+        for k in CURVATURES:
             out[k].append(float(np.sqrt(q[k][0, 0].mean())))
     return {k: np.array(v) for k, v in out.items()}

@@ -38,12 +38,12 @@ from xfmr.core.nn import softmax_cross_entropy
 from xfmr.core.validate import check_callable, check_instance, check_int
 
 __all__ = [
-    "Problem", "CurvatureMatrices", "KINDS", "get_path", "set_path", "cross_entropy_loss",
+    "Problem", "CurvatureMatrices", "CURVATURES", "get_path", "set_path", "cross_entropy_loss",
     "mean_squared_error_loss", "dense_matrices", "exact_block_norms", "products",
     "hutchinson_samples", "hutchinson_block_norms",
 ]
 
-KINDS = ("H", "H_o", "H_f")
+CURVATURES = ("H", "H_o", "H_f")
 """The three matrices, in the order of every result: Hessian, outer-product, functional."""
 
 
@@ -153,7 +153,7 @@ def exact_block_norms(problem: Problem) -> dict[str, np.ndarray]:
     mats = dense_matrices(problem)
     sl = mats.slices
     return {k: np.array([[float(jnp.linalg.norm(getattr(mats, k)[a, b])) for b in sl] for a in sl])
-            for k in KINDS}
+            for k in CURVATURES}
 
 
 # ----------------------------------------------------------------------------- products
@@ -198,7 +198,7 @@ def hutchinson_samples(problem: Problem, key: jax.Array, n_probes: int,
     key_ids = tuple(range(nb)) if key_ids is None else tuple(key_ids)
     if len(key_ids) != nb:
         raise ValueError(f"key_ids must have one entry per block ({nb}), got {len(key_ids)}")
-    res = {k: [] for k in KINDS}
+    res = {k: [] for k in CURVATURES}
 
     def sq(tup):
         return jnp.stack([jnp.sum(jnp.square(t.reshape(n_probes, -1)), 1) for t in tup])

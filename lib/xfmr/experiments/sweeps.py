@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from xfmr.experiments.addition import answer_positions, make_batch, seq_len
-from xfmr.experiments.curvature import (KINDS, Problem, cross_entropy_loss, get_path, hutchinson_samples,
+from xfmr.experiments.curvature import (CURVATURES, Problem, cross_entropy_loss, get_path, hutchinson_samples,
                             mean_squared_error_loss, set_path)
 from xfmr.experiments.gpt import GPTConfig, embed, forward_from_embedding, head, init_params
 from xfmr.core.validate import check_callable, check_choice, check_instance, check_int
@@ -199,19 +199,19 @@ def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds
 
         if blocks == "all":
             return estimate(tuple(range(nb)))
-        out = {k: jnp.full((nb, nb), jnp.nan, dtype) for k in KINDS}
+        out = {k: jnp.full((nb, nb), jnp.nan, dtype) for k in CURVATURES}
         for i in range(nb):
             est = estimate((i,))
-            out = {k: out[k].at[i, i].set(est[k][0, 0]) for k in KINDS}
+            out = {k: out[k].at[i, i].set(est[k][0, 0]) for k in CURVATURES}
         return out
 
-    res = {k: np.zeros((n_seeds, len(sig), nb, nb)) for k in KINDS}
+    res = {k: np.zeros((n_seeds, len(sig), nb, nb)) for k in CURVATURES}
     for r in range(n_seeds):
         inst = sweep_instance(config, r, batch_size=batch_size, dtype=dtype, base_seed=base_seed,
                               n_digits=n_digits)
         for s, sigma in enumerate(sig):
             out = unit(inst.params, inst.tokens, jnp.asarray(sigma, dtype), inst.probe_key)
-            for k in KINDS:
+            for k in CURVATURES:
                 res[k][r, s] = np.asarray(out[k])
     res["sigmas"] = sig
     return res
