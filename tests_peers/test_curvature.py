@@ -54,8 +54,12 @@ def test_exact_blocks_agree(layer_norm):
                     assert (layer_norm, name, a, b) == ("none", "H - GGN", sl[-1], sl[-1])
                     assert np.linalg.norm(theirs[a, b]) <= 1e-12 * np.linalg.norm(theirs)
                     continue
-                err = relative_error(theirs[a, b], ours[a, b])
-                assert err <= 1e-9, (name, a, b, err)
+                # rounding: 1e-9 of the block, plus 1e-11 of the whole matrix for the blocks
+                # that are tiny beside it (the GGN's cross-layer blocks without LayerNorm hold
+                # ~1e-6 of its norm; summed in another order they agree to ~1e-14 of the whole)
+                err = np.linalg.norm(theirs[a, b] - ours[a, b])
+                bound = 1e-9 * np.linalg.norm(ours[a, b]) + 1e-11 * np.linalg.norm(ours)
+                assert err <= bound, (name, a, b, relative_error(theirs[a, b], ours[a, b]))
 
 
 @pytest.mark.parametrize("layer_norm,linear_head", [("none", False), ("none", True), ("pre", False)])
