@@ -18,7 +18,8 @@ import optax
 
 from xfmr.causal import amortised, scm
 from xfmr.causal.amortised_data import sample_graphs_and_data
-from xfmr.core.train import TrainResult, train
+from xfmr.core.ensemble import init_models, stack, train_models, unstack
+from xfmr.core.train import TrainResult
 from xfmr.core.validate import check_choice, check_instance, check_int, check_real
 
 __all__ = ["edge_bce_loss", "train_per_kind"]
@@ -36,18 +37,19 @@ def edge_bce_loss(params: dict, batch: tuple, config: amortised.Config) -> jax.A
 def train_per_kind(key: jax.Array, config: amortised.Config, kinds: tuple[str, ...], *, n_steps: int,
                    batch_size: int, n: int, k: float = 1.0, low: float = 0.5, high: float = 2.0,
                    learning_rate: float = 1e-3, chunk: int = 100) -> tuple[dict, TrainResult]:
-    """Train one model per data ``kind`` on ``config.d_max`` variables, all in one :func:`xfmr.core.train.train` call.
+    """Train one model per data ``kind`` on ``config.d_max`` variables, all at once
+    (:func:`xfmr.core.ensemble.train_models`: one compilation).
 
-    The models do not interact: the objective is the sum of their losses, each on its own
-    batch of its own kind (the batch keys are split from the step key), and Adam's update is per
-    parameter. Training them together compiles the step once. Adam with a linear warm-up over the
-    first 5 % of the steps, then cosine decay to 10 % of ``learning_rate``. ``key`` splits into
-    the initialisation key and the training key; model ``m`` starts from
+    Model ``m`` trains on batches of kind ``kinds[m]`` only (the batch keys are split from the
+    step key); the models do not interact. Adam with a linear warm-up over the first 5 % of the
+    steps, then cosine decay to 10 % of ``learning_rate``. ``key`` splits into the
+    initialisation key and the training key; model ``m`` starts from
     ``init_params(split(k_init, M)[m])``.
 
     Returns:
         ``(params, result)``: ``params[kind]`` the trained parameters of each model and the
-        :class:`~xfmr.core.train.TrainResult` (``result.losses`` the per-step BCE summed over the models).
+        :class:`~xfmr.core.train.TrainResult` (``result.params`` stacked in the order of
+        ``kinds``; ``result.losses`` the per-step BCE summed over the models).
     """
     check_instance(config, "config", amortised.Config)
     check_instance(kinds, "kinds", tuple)
@@ -56,7 +58,7 @@ def train_per_kind(key: jax.Array, config: amortised.Config, kinds: tuple[str, .
     for kind in kinds:
         check_choice(kind, "kinds[...]", scm.KINDS)
     k_init, k_train = jax.random.split(key)
-    params = {kind: amortised.init_params(ki, config) for kind, ki in zip(kinds, jax.random.split(k_init, len(kinds)))}
+    params = init_models(lambda ki: amortised.init_params(ki, config), k_init, len(kinds))
     jax.eval_shape(lambda key: sample_graphs_and_data(key, batch_size, config.d_max, n, "scm", k, low, high),
                    k_train)                                                      # checks the arguments only
     n_steps = check_int(n_steps, "n_steps", minimum=1)
@@ -66,11 +68,9 @@ def train_per_kind(key: jax.Array, config: amortised.Config, kinds: tuple[str, .
                                                0.1 * learning_rate)
 
     def batches(key):
-        return {kind: sample_graphs_and_data(kb, batch_size, config.d_max, n, kind, k, low, high)
-                for kind, kb in zip(kinds, jax.random.split(key, len(kinds)))}
+        return stack([sample_graphs_and_data(kb, batch_size, config.d_max, n, kind, k, low, high)
+                      for kind, kb in zip(kinds, jax.random.split(key, len(kinds)))])
 
-    def total(params, batch):
-        return sum(edge_bce_loss(params[kind], batch[kind], config) for kind in kinds)
-
-    result = train(total, params, batches, optax.adam(sched), n_steps, k_train, desc="amortised", chunk=chunk)
-    return result.params, result
+    result = train_models(lambda p, b: edge_bce_loss(p, b, config), params, batches, optax.adam(sched), n_steps,
+                          k_train, desc="amortised", chunk=chunk)
+    return dict(zip(kinds, unstack(result.params))), result
