@@ -1,9 +1,12 @@
-"""Test-session setup: float64 JAX on the CPU, so that closed forms can be compared with
+"""Test-session setup: the book's process settings (:mod:`bookkit.environment`: CPU JAX, thread
+counts, compilation cache), then float64 JAX, so that closed forms can be compared with
 autodiff to 1e-9 relative."""
 
-import os
+from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+from bookkit import environment
+
+environment.apply(Path(__file__).resolve().parents[1])
 
 import jax  # noqa: E402
 
