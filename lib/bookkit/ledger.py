@@ -1,0 +1,201 @@
+"""The ledger: every claim of the sources that the book treats, with the rule that decides it.
+
+The rows live in ``book/_data/claims/<part>.yml``, one file per part of the book (:data:`PARTS`,
+in book order), and the sources they cite in ``book/_data/claims/sources.yml``. A row::
+
+    - id: comparison.tcbo_minus_greedy      # <page>.<key>: the page records the number with
+                                            # bookkit.results.record("<page>.<key>", value, ...)
+      source: tcbo                          # a key of sources.yml
+      where: Figure 4 (read off)            # where in the source: theorem, figure, abstract
+      statement: TC-BO reaches ...          # what the source states (MyST: $H_o$ is typeset)
+      measured: paired difference ...       # what the book measures
+      verdict: undecided                    # one of VERDICTS
+      rule: {op: interval, direction: below}
+      rationale: 5 seeds, paired; a 95 % t-interval   # why this tolerance or interval
+      fmt: "{:+.2f}"                        # how the value is printed
+      section: tcbo-comparison-greedy       # optional: the label of the measuring section
+
+Rules (:func:`outcome` turns a rule and a recorded entry into ``holds``, ``fails`` or
+``undecided``):
+
+- ``{op: within, target: t, tol: e}``: a value claim, two-sided: ``|value - t| <= e``
+  (an error or a deviation is ``within`` 0);
+- ``{op: equals, target: v}``: an exact value (a boolean, a structural zero);
+- ``{op: interval, direction: above | below, margin: m}``: a comparison; the entry records
+  ``low`` and ``high``, a paired interval of a difference. It holds when the interval lies on
+  the claimed side of ``m`` (default 0), fails when it lies on the other side, and is
+  undecided when it contains ``m``;
+- ``{op: equivalent, margin: m}``: "competitive": holds when the paired interval lies inside
+  ``(-m, m)``, fails when it lies wholly outside, undecided otherwise.
+
+A field set to ``recorded`` is read from the entry (the page's own tolerance); a list value
+holds when every entry holds. The verdict a row earns (:func:`verdict`): a rule that holds gives
+the row's verdict when that is one of :data:`SUPPORTED`, else ``reproduced``; a rule that
+fails gives ``not supported``; an undecided interval gives ``undecided``. ``not attempted``
+rows have no rule and record nothing; their ``rationale`` says why and what it would take.
+
+Coverage: a page that reaches a verdict records it (``record(id, value, verdict=..., ...)``);
+:func:`coverage` lists the recorded verdicts that the ledger lacks or states differently.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["VERDICTS", "SUPPORTED", "OPS", "PARTS", "FIELDS", "load_ledger", "load_sources", "check_row",
+           "check_rule", "resolve", "outcome", "decide", "verdict", "coverage"]
+
+VERDICTS = ("reproduced", "reproduced, with an exception located", "corrected", "not supported", "undecided",
+            "not attempted")
+SUPPORTED = VERDICTS[:3]  # the verdicts of a rule that holds
+OPS = ("within", "equals", "interval", "equivalent")
+PARTS = ("hessian", "cross_entropy", "khop", "bayesopt", "tcbo", "causal")  # Parts I-VI, file stems
+FIELDS = ("id", "source", "where", "statement", "measured", "verdict", "rationale")  # every row
+RECORDED = "recorded"
+_RULE_FIELDS = {"within": ({"target", "tol"}, set()), "equals": ({"target"}, set()),
+                "interval": ({"direction"}, {"margin"}), "equivalent": ({"margin"}, set())}
+
+
+def load_sources(folder: Path | str) -> dict[str, dict]:
+    """``sources.yml`` of the ledger folder: ``{key: {"name": ..., "cite": bibtex key or None}}``."""
+    return yaml.safe_load((Path(folder) / "sources.yml").read_text())
+
+
+def load_ledger(folder: Path | str) -> list[dict]:
+    """Every row of the ledger, in book order, each with ``part`` (its index in :data:`PARTS`)
+    added; every row is checked (:func:`check_row`) and ids are unique."""
+    folder = Path(folder)
+    sources = load_sources(folder)
+    rows, seen = [], set()
+    for index, part in enumerate(PARTS):
+        for row in yaml.safe_load((folder / f"{part}.yml").read_text()) or []:
+            check_row(row, sources)
+            if row["id"] in seen:
+                raise ValueError(f"claim id {row['id']!r} appears twice in the ledger")
+            seen.add(row["id"])
+            rows.append({**row, "part": index})
+    return rows
+
+
+def check_row(row: dict, sources: dict) -> None:
+    """ValueError unless ``row`` has every field of :data:`FIELDS`, a known source and verdict,
+    and a rule and format exactly when its verdict is not ``not attempted``."""
+    if not isinstance(row, dict):
+        raise ValueError(f"a ledger row must be a mapping, got {row!r}")
+    missing = [f for f in FIELDS if not row.get(f)]
+    if missing:
+        raise ValueError(f"claim {row.get('id')!r} lacks the fields {missing}")
+    if row["source"] not in sources:
+        raise ValueError(f"claim {row['id']!r}: source {row['source']!r} is not in sources.yml ({sorted(sources)})")
+    if row["verdict"] not in VERDICTS:
+        raise ValueError(f"claim {row['id']!r}: verdict must be one of {VERDICTS}, got {row['verdict']!r}")
+    attempted = row["verdict"] != "not attempted"
+    for field in ("rule", "fmt"):
+        if (field in row) != attempted:
+            raise ValueError(f"claim {row['id']!r}: a {row['verdict']!r} row "
+                             f"{'needs' if attempted else 'takes no'} {field!r}")
+    if attempted:
+        check_rule(row["rule"])
+        if row["verdict"] == "undecided" and row["rule"]["op"] not in ("interval", "equivalent"):
+            raise ValueError(f"claim {row['id']!r}: only an interval rule can leave a claim undecided")
+
+
+def check_rule(rule: dict) -> None:
+    """ValueError unless ``rule`` is ``{op, ...}`` with exactly the fields its operator takes."""
+    if not isinstance(rule, dict) or rule.get("op") not in OPS:
+        raise ValueError(f"rule must be a mapping with op in {OPS}, got {rule!r}")
+    need, may = _RULE_FIELDS[rule["op"]]
+    if not need <= set(rule) - {"op"} <= need | may:
+        raise ValueError(f"rule {rule!r}: op {rule['op']!r} takes the fields {sorted(need)}"
+                         + (f" and optionally {sorted(may)}" if may else ""))
+    if rule["op"] == "interval" and rule["direction"] not in ("above", "below"):
+        raise ValueError(f"rule {rule!r}: direction must be 'above' or 'below'")
+    for field in ("tol", "margin"):
+        if field in rule and rule[field] != RECORDED and not rule[field] >= 0:
+            raise ValueError(f"rule {rule!r}: {field} must be >= 0")
+
+
+def resolve(rule: dict, entry: dict) -> dict:
+    """``rule`` with every field set to ``"recorded"`` replaced by the entry's field of that name."""
+    out = dict(rule)
+    for field, value in rule.items():
+        if value == RECORDED:
+            if field not in entry:
+                raise KeyError(f"rule {rule!r} reads {field!r} from the recorded entry, which has none")
+            out[field] = entry[field]
+    return out
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def outcome(rule: dict, entry: dict) -> str:
+    """``"holds"``, ``"fails"`` or ``"undecided"``: what ``rule`` says of the recorded ``entry``
+    (``{"value": ..., "low": ..., "high": ..., **fields}``); see the module docstring."""
+    check_rule(rule)
+    rule = resolve(rule, entry)
+    op, value = rule["op"], entry["value"]
+    if op in ("interval", "equivalent"):
+        low, high = _number(entry.get("low"), "the entry's 'low'"), _number(entry.get("high"), "the entry's 'high'")
+        if not low <= value <= high:
+            raise ValueError(f"the entry's interval [{low}, {high}] does not contain its value {value}")
+        if op == "equivalent":
+            m = _number(rule["margin"], "margin")
+            return "holds" if -m < low and high < m else "fails" if high < -m or low > m else "undecided"
+        m = _number(rule.get("margin", 0.0), "margin")
+        above, below = low > m, high < m
+        if rule["direction"] == "below":
+            above, below = below, above
+        return "holds" if above else "fails" if below else "undecided"
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ValueError("an empty list of values decides nothing")
+    if op == "equals":
+        ok = all(v == rule["target"] for v in values)
+    else:
+        ok = all(abs(_number(v, "value") - _number(rule["target"], "target")) <= _number(rule["tol"], "tol")
+                 for v in values)
+    return "holds" if ok else "fails"
+
+
+def verdict(row: dict, entry: dict | None) -> str:
+    """The verdict that ``row`` earns from its recorded ``entry`` (None for ``not attempted``)."""
+    stated = row.get("verdict")
+    if stated not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {stated!r}")
+    if stated == "not attempted":
+        if "rule" in row or entry is not None:
+            raise ValueError(f"claim {row.get('id')!r}: 'not attempted' takes no rule and no recorded value")
+        return stated
+    if entry is None:
+        raise KeyError(f"claim {row.get('id')!r} has no recorded value")
+    return decide(row["rule"], entry, stated if stated in SUPPORTED else "reproduced")
+
+
+def decide(rule: dict, entry: dict, supported: str = "reproduced") -> str:
+    """The verdict of ``rule`` on ``entry``: ``supported`` (one of :data:`SUPPORTED`) when it
+    holds, ``not supported`` when it fails, ``undecided`` otherwise. A page decides with it::
+
+        entry = {"value": mean, "low": low, "high": high}
+        record("comparison.tcbo_minus_greedy", **entry,
+               verdict=decide({"op": "interval", "direction": "below"}, entry))
+    """
+    if supported not in SUPPORTED:
+        raise ValueError(f"supported must be one of {SUPPORTED}, got {supported!r}")
+    result = outcome(rule, entry)
+    return supported if result == "holds" else "not supported" if result == "fails" else "undecided"
+
+
+def coverage(rows: list[dict], found: dict[str, dict]) -> dict[str, tuple]:
+    """The verdicts that pages recorded (entries with a ``verdict`` field) which the ledger
+    lacks or states otherwise: ``{id: (recorded verdict, ledger verdict or None)}``."""
+    stated = {row["id"]: row["verdict"] for row in rows}
+    return {claim: (entry["verdict"], stated.get(claim)) for claim, entry in sorted(found.items())
+            if "verdict" in entry and stated.get(claim) != entry["verdict"]}
