@@ -199,3 +199,41 @@ def coverage(rows: list[dict], found: dict[str, dict]) -> dict[str, tuple]:
     stated = {row["id"]: row["verdict"] for row in rows}
     return {claim: (entry["verdict"], stated.get(claim)) for claim, entry in sorted(found.items())
             if "verdict" in entry and stated.get(claim) != entry["verdict"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check rows against an executed tree's results: the verdict each row earns, and coverage.
+
+        python -m bookkit.ledger --results /tmp/nb/results [--part bayesopt]
+    """
+    import argparse
+
+    from bookkit.results import load_results
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--results", type=Path, required=True, help="the results folder of an executed tree")
+    parser.add_argument("--ledger", type=Path, default=Path("book/_data/claims"))
+    parser.add_argument("--part", choices=PARTS, help="only this part's rows (default: all)")
+    args = parser.parse_args(argv)
+    rows = [r for r in load_ledger(args.ledger) if args.part is None or PARTS[r["part"]] == args.part]
+    found = load_results(args.results)
+    bad = 0
+    for row in rows:
+        entry = found.get(row["id"])
+        if row["verdict"] != "not attempted" and entry is None:
+            print(f"{row['id']}: NO RECORDED VALUE (page not run?)")
+            continue
+        earned = verdict(row, entry)
+        bad += earned != row["verdict"]
+        print(f"{row['id']}: {entry['value'] if entry else '-'} -> {earned}"
+              + ("" if earned == row["verdict"] else f"   MISMATCH (ledger says {row['verdict']})"))
+    stems = {row["id"].split(".")[0] for row in rows}
+    for claim, (got, stated) in coverage(rows, found).items():
+        if args.part is None or claim.split(".")[0] in stems or stated is None:
+            bad += 1
+            print(f"{claim}: the page recorded the verdict {got!r}, the ledger {'lacks it' if stated is None else 'says ' + repr(stated)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
