@@ -65,13 +65,15 @@ def load_sources(folder: Path | str) -> dict[str, dict]:
     return yaml.safe_load((Path(folder) / "sources.yml").read_text())
 
 
-def load_ledger(folder: Path | str) -> list[dict]:
-    """Every row of the ledger, in book order, each with ``part`` (its index in :data:`PARTS`)
-    added; every row is checked (:func:`check_row`) and ids are unique."""
+def load_ledger(folder: Path | str, parts: tuple[str, ...] = PARTS) -> list[dict]:
+    """The rows of ``parts`` (default: the whole ledger), in book order, each with ``part`` (its
+    index in :data:`PARTS`) added; every row is checked (:func:`check_row`) and ids are unique."""
     folder = Path(folder)
     sources = load_sources(folder)
     rows, seen = [], set()
     for index, part in enumerate(PARTS):
+        if part not in parts:
+            continue
         for row in yaml.safe_load((folder / f"{part}.yml").read_text()) or []:
             check_row(row, sources)
             if row["id"] in seen:
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ledger", type=Path, default=Path("book/_data/claims"))
     parser.add_argument("--part", choices=PARTS, help="only this part's rows (default: all)")
     args = parser.parse_args(argv)
-    rows = [r for r in load_ledger(args.ledger) if args.part is None or PARTS[r["part"]] == args.part]
+    rows = load_ledger(args.ledger, PARTS if args.part is None else (args.part,))
     found = load_results(args.results)
     bad = 0
     for row in rows:
