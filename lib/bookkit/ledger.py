@@ -56,6 +56,7 @@ OPS = ("within", "equals", "interval", "equivalent")
 PARTS = ("hessian", "cross_entropy", "khop", "bayesopt", "tcbo", "causal")  # Parts I-VI, file stems
 FIELDS = ("id", "source", "where", "statement", "measured", "verdict", "rationale")  # every row
 RECORDED = "recorded"
+_RECORDED_AS = {"tol": ("tol", "bound")}  # a page's own tolerance on an error is recorded as bound=
 _RULE_FIELDS = {"within": ({"target", "tol"}, set()), "equals": ({"target"}, set()),
                 "interval": ({"direction"}, {"margin"}), "equivalent": ({"margin"}, set())}
 
@@ -126,9 +127,10 @@ def resolve(rule: dict, entry: dict) -> dict:
     out = dict(rule)
     for field, value in rule.items():
         if value == RECORDED:
-            if field not in entry:
+            names = [name for name in _RECORDED_AS.get(field, (field,)) if name in entry]
+            if not names:
                 raise KeyError(f"rule {rule!r} reads {field!r} from the recorded entry, which has none")
-            out[field] = entry[field]
+            out[field] = entry[names[0]]
     return out
 
 
