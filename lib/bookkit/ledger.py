@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["VERDICTS", "SUPPORTED", "OPS", "PARTS", "FIELDS", "load_ledger", "load_sources", "check_row",
+__all__ = ["VERDICTS", "SUPPORTED", "OPS", "PARTS", "PART_TITLES", "FIELDS", "load_ledger", "load_sources", "check_row",
            "check_rule", "resolve", "outcome", "decide", "verdict", "coverage"]
 
 VERDICTS = ("reproduced", "reproduced, with an exception located", "corrected", "not supported", "undecided",
@@ -54,6 +54,9 @@ VERDICTS = ("reproduced", "reproduced, with an exception located", "corrected", 
 SUPPORTED = VERDICTS[:3]  # the verdicts of a rule that holds
 OPS = ("within", "equals", "interval", "equivalent")
 PARTS = ("hessian", "cross_entropy", "khop", "bayesopt", "tcbo", "causal")  # Parts I-VI, file stems
+PART_TITLES = ("Part I: the Hessian of self-attention", "Part II: cross-entropy learns distributions",
+               "Part III: K-hop induction heads", "Part IV: transformers and Bayesian optimisation",
+               "Part V: planning under transition constraints", "Part VI: standardized causal models")
 FIELDS = ("id", "source", "where", "statement", "measured", "verdict", "rationale")  # every row
 RECORDED = "recorded"
 _RECORDED_AS = {"tol": ("tol", "bound")}  # a page's own tolerance on an error is recorded as bound=

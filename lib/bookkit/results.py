@@ -16,7 +16,7 @@ of its output; ``$XFMR_RESULTS_DIR`` overrides it. A page executed anywhere else
 (``make lab``, plain Jupyter in ``book/``) finds no marker and records nothing, silently.
 
 The claims page (``book/about/claims.md``) reads every file with :func:`load_results` and
-checks each verdict with :func:`verdict`. A recorded run (``make record-paper``) copies the
+checks each verdict against the ledger (:mod:`bookkit.ledger`). A recorded run (``make record-paper``) copies the
 results of its pages, with the date, to ``book/_data/recorded/<profile>/<page>.json``
 (:func:`keep_results`); pages show them with :func:`recorded`.
 """
@@ -35,9 +35,6 @@ MARKER = ".xfmr-results"
 RESULTS_DIR = "results"
 ENV_VAR = "XFMR_RESULTS_DIR"
 RECORDED_DIR = Path("book") / "_data" / "recorded"
-VERDICTS = ("reproduced", "corrected", "not reproduced", "not attempted")
-OPS = ("within", "below", "above", "equals")
-RECORDED = "recorded"  # a rule field with this value is read from the recorded entry (the page's own tolerance)
 _CLAIM = re.compile(r"^([a-z0-9_]+)\.([A-Za-z0-9_]+)$")
 
 
@@ -150,72 +147,6 @@ def load_results(directory: Path) -> dict[str, dict]:
         for key, entry in json.loads(path.read_text()).items():
             out[f"{path.stem}.{key}"] = entry
     return out
-
-
-def check_rule(rule: dict) -> None:
-    """ValueError unless ``rule`` is ``{op, ...}`` with the fields its operator needs."""
-    if not isinstance(rule, dict) or rule.get("op") not in OPS:
-        raise ValueError(f"rule must be a dict with op in {OPS}, got {rule!r}")
-    need = {"within": {"target", "tol"}, "below": {"bound"}, "above": {"bound"}, "equals": {"target"}}[rule["op"]]
-    if set(rule) != need | {"op"}:
-        raise ValueError(f"rule {rule!r}: op {rule['op']!r} takes exactly the fields {sorted(need)}")
-    if rule["op"] == "within" and rule["tol"] != RECORDED and not rule["tol"] >= 0:
-        raise ValueError(f"rule {rule!r}: tol must be >= 0")
-
-
-def holds(rule: dict, value: Any) -> bool:
-    """Whether the recorded ``value`` satisfies ``rule``; a list satisfies it when every entry does.
-
-    ``within``: ``|value - target| <= tol``; ``below``: ``value < bound``; ``above``:
-    ``value > bound``; ``equals``: ``value == target``.
-    """
-    check_rule(rule)
-    if isinstance(value, list):
-        return bool(value) and all(holds(rule, v) for v in value)
-    op = rule["op"]
-    if op == "equals":
-        return value == rule["target"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"rule {op!r} needs a number, got {value!r}")
-    if op == "within":
-        return abs(value - rule["target"]) <= rule["tol"]
-    if op == "below":
-        return value < rule["bound"]
-    return value > rule["bound"]
-
-
-def resolve(rule: dict, entry: dict) -> dict:
-    """``rule`` with every field set to ``"recorded"`` replaced by the entry's field of that name."""
-    out = dict(rule)
-    for field, value in rule.items():
-        if value == RECORDED:
-            if field not in entry:
-                raise KeyError(f"rule {rule!r} reads {field!r} from the recorded entry, which has none")
-            out[field] = entry[field]
-    return out
-
-
-def verdict(claim: dict, entry: dict | None) -> str:
-    """The verdict a claim of the claims table earns from its recorded entry.
-
-    ``claim`` holds ``verdict`` (what the book concludes when its ``rule`` holds:
-    ``reproduced`` or ``corrected``) and ``rule``; a claim with verdict ``not attempted``
-    has no rule and no entry. A rule that fails on the recorded value gives ``not reproduced``;
-    a missing entry is a KeyError (the table would otherwise hide a page that stopped recording).
-    """
-    stated = claim.get("verdict")
-    if stated not in VERDICTS:
-        raise ValueError(f"verdict must be one of {VERDICTS}, got {stated!r}")
-    if stated == "not attempted":
-        if "rule" in claim or entry is not None:
-            raise ValueError(f"claim {claim.get('id')!r}: 'not attempted' takes no rule and no recorded value")
-        return stated
-    if entry is None:
-        raise KeyError(f"claim {claim.get('id')!r} has no recorded value")
-    ok = holds(resolve(claim["rule"], entry), entry["value"])
-    if stated == "not reproduced":  # the rule states what the source claims
-        return "reproduced" if ok else "not reproduced"
-    return stated if ok else "not reproduced"
 
 
 def keep_figures(notebook: Path, dest: Path) -> list[str]:

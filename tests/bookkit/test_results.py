@@ -1,11 +1,10 @@
-"""bookkit.results: recording the pages' key results, the verdict rule, recorded runs."""
+"""bookkit.results: recording the pages' key results and recorded runs."""
 
 import json
 import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bookkit import results
 from bookkit.book import execute, toc
@@ -78,54 +77,6 @@ def test_bad_values():
     assert results.to_json((1, True, None, {"a": 2.5})) == [1, True, None, {"a": 2.5}]
 
 
-@pytest.mark.parametrize(
-    "rule, value, expected",
-    [
-        ({"op": "within", "target": 6, "tol": 0.3}, 5.75, True),
-        ({"op": "within", "target": 6, "tol": 0.3}, 5.65, False),
-        ({"op": "below", "bound": 0.1}, 0.05, True),
-        ({"op": "below", "bound": 0.1}, 0.1, False),
-        ({"op": "above", "bound": 1.0}, 1.2, True),
-        ({"op": "above", "bound": 1.0}, [1.2, 0.9], False),
-        ({"op": "above", "bound": 1.0}, [1.2, 1.1], True),
-        ({"op": "equals", "target": 0.0}, 0.0, True),
-        ({"op": "equals", "target": True}, False, False),
-    ],
-)
-def test_rule(rule, value, expected):
-    assert results.holds(rule, value) is expected
-
-
-@pytest.mark.parametrize("rule", [{"op": "near", "target": 1}, {"op": "within", "target": 1},
-                                  {"op": "below", "bound": 1, "tol": 2}, {"op": "within", "target": 1, "tol": -1}])
-def test_bad_rules(rule):
-    with pytest.raises(ValueError, match="rule"):
-        results.check_rule(rule)
-
-
-def test_verdict_follows_the_value():
-    claim = {"id": "p.k", "verdict": "reproduced", "rule": {"op": "within", "target": 2, "tol": 0.1}}
-    assert results.verdict(claim, {"value": 2.05}) == "reproduced"
-    assert results.verdict(claim, {"value": 2.5}) == "not reproduced"  # the page would fail
-    corrected = dict(claim, verdict="corrected")
-    assert results.verdict(corrected, {"value": 1.95}) == "corrected"
-    refuted = dict(claim, verdict="not reproduced")  # the rule states the source's claim
-    assert results.verdict(refuted, {"value": 3.0}) == "not reproduced"
-    assert results.verdict(refuted, {"value": 2.0}) == "reproduced"
-    own = dict(claim, rule={"op": "below", "bound": "recorded"})
-    assert results.verdict(own, {"value": 0.1, "bound": 0.2}) == "reproduced"
-    assert results.verdict(own, {"value": 0.3, "bound": 0.2}) == "not reproduced"
-    with pytest.raises(KeyError, match="bound"):
-        results.verdict(own, {"value": 0.1})
-    with pytest.raises(KeyError, match="no recorded value"):
-        results.verdict(claim, None)
-    assert results.verdict({"id": "p.k", "verdict": "not attempted"}, None) == "not attempted"
-    with pytest.raises(ValueError, match="not attempted"):
-        results.verdict({"id": "p.k", "verdict": "not attempted"}, {"value": 1})
-    with pytest.raises(ValueError, match="verdict"):
-        results.verdict({"id": "p.k", "verdict": "maybe"}, {"value": 1})
-
-
 def test_record_seeds_keeps_the_mean_and_the_spread_over_seeds(tmp_path):
     results.record_seeds("page.gap", [1.0, 2.0, 3.0], tmp_path)
     results.record_seeds("page.lr", 0.03, tmp_path, bound=1)
@@ -193,27 +144,6 @@ def test_executor_records_then_runs_the_claims_page_last(tmp_path, monkeypatch):
     assert results.current_profile(out / "book" / "part") == "ci" and results.current_profile(tmp_path) is None
     kept = json.loads((tmp_path / "rec" / "ci" / "page.json").read_text())
     assert kept["results"] == {"n": {"value": 4.5}} and kept["page"] == "book/part/page"
-
-
-def test_claims_table_is_well_formed():
-    claims = yaml.safe_load((ROOT / "book" / "_data" / "claims.yml").read_text())
-    pages = {Path(p).name: p for p in toc.toc_pages(ROOT / "_toc.yml")}
-    ids = [c["id"] for c in claims]
-    assert len(ids) == len(set(ids)) >= 25
-    parts = set()
-    for c in claims:
-        page, _ = results.split_claim(c["id"])
-        assert page in pages, c["id"]
-        assert c["verdict"] in results.VERDICTS, c["id"]
-        assert c["source"] and c["statement"], c["id"]
-        if c["verdict"] == "not attempted":
-            assert "rule" not in c, c["id"]
-        else:
-            results.check_rule(c["rule"])
-            source = (ROOT / f"{pages[page]}.md").read_text()  # the page records it (literally or by an f-string)
-            assert f'record("{c["id"]}"' in source or f'record(f"{page}.' in source, c["id"]
-        parts.add(pages[page].split("/")[1])
-    assert {"hessian", "experiments", "cross_entropy", "khop", "bayesopt", "tcbo", "causal"} <= parts
 
 
 def test_a_labelled_run_with_overrides_is_kept_apart(tmp_path, monkeypatch):
