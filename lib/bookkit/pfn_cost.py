@@ -1,9 +1,12 @@
 """What a PFN of the paper's sizes would cost to train here: one step measured, then scaled.
 
-The PFN pages of Part IV train a laptop-sized model; the PFN paper (Mueller et al., ICLR 2022)
-trains 6 layers of width 512 with 1,000 buckets for tens of thousands of steps on GPUs.
-:func:`paper_seconds_per_step` measures one training step of that model on this machine
-(:func:`seconds_per_step`), and :func:`paper_cost_text` turns it into the pages' sentence.
+The PFN pages of Part IV train a laptop-sized model. The PFN paper (Mueller et al., ICLR 2022)
+trains 6 layers of width 512 on sequences of up to 2,000 points in up to 5 dimensions;
+PFNs4BO (Mueller et al., ICML 2023) trains 12 layers of width 512 for about 50,000 steps.
+:func:`paper_config` is the PFN paper's depth and width with 4 heads and 1,000 buckets, on this
+book's 1-D datasets; :func:`paper_seconds_per_step` measures one training step of it on this
+machine (:func:`seconds_per_step`), and :func:`paper_cost_text` turns it into the pages'
+sentence, which names the model and the data it was timed on.
 Tooling, not a kernel: it times, and it writes prose.
 """
 
@@ -82,9 +85,12 @@ def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, ba
     return per_probe * n_points / PAPER_PROBE_POINTS
 
 
-def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: float, n_steps: int = 50_000) -> str:
-    """One line on the paper model's training cost: ``per_step`` CPU-s per step (from
-    :func:`paper_seconds_per_step`) of the ``n_layers`` model at ``batch``, this page's own
-    ``page_per_step``, and the CPU-days of ``n_steps`` steps."""
-    return (f"measured ({n_layers} layers): {per_step:.1f} CPU-s per step at batch {batch} (this page's model: "
-            f"{page_per_step:.2f}); {n_steps:,} steps = {per_step * n_steps / 86400:.0f} CPU-days on this machine")
+def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: float, *,
+                    n_points: int = PAPER_PROBE_POINTS, n_steps: int = 1_000) -> str:
+    """One line on the timed model's training cost: ``per_step`` CPU-s per step (from
+    :func:`paper_seconds_per_step`) of :func:`paper_config` with ``n_layers`` layers at ``batch``
+    1-D datasets of ``n_points`` points (the data the step was timed on, not a paper's), this
+    page's own ``page_per_step``, and the CPU-hours of ``n_steps`` such steps."""
+    return (f"measured: {n_layers} layers, width 512, 4 heads, 1,000 buckets, on 1-D datasets of {n_points} points: "
+            f"{per_step:.1f} CPU-s per step at batch {batch} (this page's model: {page_per_step:.2f}); "
+            f"{n_steps:,} steps = {per_step * n_steps / 3600:.1f} CPU-hours on this machine")

@@ -42,7 +42,7 @@ def test_paper_probe_times_one_program_and_scales_to_the_callers_points(monkeypa
     assert seen[0] == seen[1] and seen[0][0].n_points == pfn_cost.PAPER_PROBE_POINTS == 40
     with pytest.raises(ValueError, match="max_context"):
         pfn_cost.paper_seconds_per_step(1, max_context=20, n_points=20, batch=16, scale=1.0)
-    # 2.0 CPU-s per step: 50,000 steps are 100,000 CPU-s, 1.16 CPU-days, printed as 1
-    assert pfn_cost.paper_cost_text(2.0, 12, 16, 0.05) == (
-        "measured (12 layers): 2.0 CPU-s per step at batch 16 (this page's model: 0.05); "
-        "50,000 steps = 1 CPU-days on this machine")
+    # 2.0 CPU-s per step: 1,000 steps are 2,000 CPU-s, 0.56 CPU-hours, printed as 0.6
+    assert pfn_cost.paper_cost_text(2.0, 6, 16, 0.05, n_points=40) == (
+        "measured: 6 layers, width 512, 4 heads, 1,000 buckets, on 1-D datasets of 40 points: 2.0 CPU-s per step "
+        "at batch 16 (this page's model: 0.05); 1,000 steps = 0.6 CPU-hours on this machine")
