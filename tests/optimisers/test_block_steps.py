@@ -7,7 +7,8 @@ import numpy as np
 import optax
 import pytest
 
-from xfmr.optimisers.block_steps import adam_effective_step, find_adam_state, slq_frobenius, spread_decades
+from xfmr.optimisers.block_steps import (adam_block_rate, adam_effective_step, find_adam_state, slq_frobenius,
+                                         spread_decades, t_interval)
 from xfmr.core.ensemble import stack
 from xfmr.optimisers.lanczos import SLQResult, slq
 
@@ -72,6 +73,47 @@ def test_effective_step_errors():
         adam_effective_step(s, batch_dims=1.0)
 
 
+@pytest.mark.parametrize("n_steps", [1, 4])
+def test_block_rate_is_update_over_lr_and_momentum(n_steps):
+    """Each coordinate's rate is optax's own update / (-lr mu_hat); the block value is its median."""
+    lr, b1 = 0.03, 0.9
+    opt = optax.adam(lr)
+    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
+    state = opt.init(params)
+    for t in range(n_steps):
+        u, state = opt.update(_grads(0, t), state, params)
+    mu_hat = jax.tree_util.tree_map(lambda m: m / (1 - b1 ** n_steps), state[0].mu)
+    ref = jax.tree_util.tree_map(lambda x, m: jnp.median(-x / (lr * m)), u, mu_hat)
+    rate = adam_block_rate(state)
+    for e, r in zip(jax.tree_util.tree_leaves(rate), jax.tree_util.tree_leaves(ref)):
+        np.testing.assert_allclose(e, r, rtol=1e-9)
+        assert np.shape(e) == ()
+    # the small-gradient block gets the larger rate
+    assert float(rate["b"][0]) > 100 * float(rate["a"])
+
+
+def test_block_rate_per_stacked_model_and_errors():
+    opt = optax.adam(0.01, b2=0.99, eps=1e-6)
+    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
+    states, singles = [], []
+    for seed in range(3):
+        s = opt.init(params)
+        for t in range(3):
+            _, s = opt.update(_grads(seed, t), s, params)
+        states.append(s)
+        singles.append(adam_block_rate(s, b2=0.99, eps=1e-6))
+    stacked = optax.ScaleByAdamState(count=states[0][0].count, mu=stack([s[0].mu for s in states]),
+                                     nu=stack([s[0].nu for s in states]))
+    rate = adam_block_rate((stacked,), b2=0.99, eps=1e-6, batch_dims=1)
+    for i in range(3):
+        for e, r in zip(jax.tree_util.tree_leaves(rate), jax.tree_util.tree_leaves(singles[i])):
+            np.testing.assert_allclose(e[i], r, rtol=1e-12)
+    with pytest.raises(ValueError, match="count >= 1"):
+        adam_block_rate(opt.init(params))
+    with pytest.raises(ValueError, match="batch_dims"):
+        adam_block_rate(states[0], batch_dims=2)
+
+
 def test_slq_frobenius_matches_hutchinson_per_probe_and_exact_norm():
     P = 30
     A = np.random.default_rng(0).normal(size=(P, P))
@@ -99,3 +141,16 @@ def test_spread_and_errors():
         slq_frobenius((np.ones((1, 2)), np.ones((1, 2)), 2))
     ok = SLQResult(np.array([[2.0, 2.0]]), np.array([[0.5, 0.5]]), 9)
     assert slq_frobenius(ok)[0] == pytest.approx(6.0)
+
+
+def test_t_interval():
+    entry = t_interval([1.0, 2.0, 3.0])
+    # mean 2, sd 1, t_{0.975, 2} = 4.302653
+    assert entry["value"] == 2.0
+    np.testing.assert_allclose(entry["high"] - 2.0, 4.302653 / np.sqrt(3), rtol=1e-6)
+    np.testing.assert_allclose(entry["low"], 4.0 - entry["high"], rtol=1e-12)
+    assert t_interval([1.0, 2.0, 3.0], level=0.5)["high"] < entry["high"]
+    with pytest.raises(ValueError, match="at least two"):
+        t_interval([1.0])
+    with pytest.raises(ValueError, match="finite"):
+        t_interval([1.0, np.inf])

@@ -9,8 +9,15 @@
     \\qquad \\hat\\mu_t = \\frac{\\mu_t}{1-\\beta_1^t},\\ \\hat\\nu_t = \\frac{\\nu_t}{1-\\beta_2^t}.
 
 The *effective step* of block ``b`` (one leaf) is the root mean square of ``u_t / eta``
-over the block's ``P_b`` entries, :func:`adam_effective_step`: the step size plain SGD
-would need on that block to move it as far as Adam did, per unit of gradient-free scale.
+over the block's ``P_b`` entries, :func:`adam_effective_step`. It is the size of Adam's
+*normalised* update, of order one by construction whatever the block's curvature (a
+coordinate whose gradient keeps its sign has ``|mu_hat| ~ sqrt(nu_hat)``).
+
+**Adam's per-block rate.** The update is the momentum ``mu_hat`` times the per-coordinate
+rate ``eta / (sqrt(nu_hat + eps_root) + eps)``: that rate, not the normalised update, is what
+Adam sets per coordinate from the gradients' scale. :func:`adam_block_rate` gives its median
+over each block's entries, per unit of ``eta`` (the rate the block gets; the median ignores the
+few coordinates of zero gradient, whose rate is ``1 / eps``).
 
 **Block Hessian scales from one SLQ run** (:func:`xfmr.optimisers.blockwise.block_spectra`). Each
 probe of a block is a Rademacher vector ``v`` and its Lanczos quadrature reproduces
@@ -18,6 +25,10 @@ probe of a block is a Rademacher vector ``v`` and its Lanczos quadrature reprodu
 ``sqrt(P_b * second SLQ moment)`` is the Hutchinson estimate of the Frobenius norm
 ``||H_bb||_F`` from the same probes (:func:`slq_frobenius`); the top eigenvalue is the
 largest node.
+
+**Paired intervals over seeds** (:func:`t_interval`): the mean of per-seed values (paired
+differences, or per-seed statistics) with its two-sided Student-t interval, ``mean +- t_{n-1}
+sd / sqrt(n)``; it is what the pages hand to :func:`bookkit.ledger.decide`.
 
 **Spread across blocks** of positive scales ``s_b``: ``log10(max_b s_b / min_b s_b)``
 decades (:func:`spread_decades`).
@@ -31,11 +42,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy.stats import t as student_t
 
 from xfmr.optimisers.lanczos import SLQResult
 from xfmr.core.validate import check_instance, check_int, check_real
 
-__all__ = ["find_adam_state", "adam_effective_step", "slq_frobenius", "spread_decades"]
+__all__ = ["find_adam_state", "adam_effective_step", "adam_block_rate", "slq_frobenius", "spread_decades", "t_interval"]
 
 
 def find_adam_state(opt_state: Any) -> optax.ScaleByAdamState:
@@ -90,6 +102,40 @@ def adam_effective_step(opt_state: Any, *, b1: float = 0.9, b2: float = 0.999,
     return jax.tree_util.tree_map(rms, state.mu, state.nu)
 
 
+def adam_block_rate(opt_state: Any, *, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+                    batch_dims: int = 0) -> Any:
+    """Median over each block of ``1 / (sqrt(nu_hat_t + eps_root) + eps)``, the per-coordinate
+    rate of Adam per unit of learning rate (see the module docstring), from the state.
+
+    Args:
+        opt_state: a state holding an ``optax.ScaleByAdamState`` with ``count = t >= 1``;
+            ``b2, eps, eps_root`` must be those of the optimiser (optax defaults here).
+        batch_dims: leading axes of every leaf that index independent models; the median runs
+            over the others.
+
+    Returns:
+        A pytree like the parameters whose leaves have the shape of the leading
+        ``batch_dims`` axes.
+    """
+    state = find_adam_state(opt_state)
+    b2 = check_real(b2, "b2", minimum=0.0, maximum=1.0)
+    eps = check_real(eps, "eps", minimum=0.0)
+    eps_root = check_real(eps_root, "eps_root", minimum=0.0)
+    batch_dims = check_int(batch_dims, "batch_dims", minimum=0)
+    t = int(state.count)
+    if t < 1:
+        raise ValueError(f"opt_state must come after at least one step (count >= 1), got {t}")
+
+    def rate(nu):
+        if nu.ndim < batch_dims:
+            raise ValueError(f"batch_dims must be <= the rank of every leaf, got {batch_dims} "
+                             f"for a leaf of shape {nu.shape}")
+        r = 1.0 / (jnp.sqrt(nu / (1 - b2 ** t) + eps_root) + eps)
+        return jnp.median(r.reshape(r.shape[:batch_dims] + (-1,)), axis=-1)
+
+    return jax.tree_util.tree_map(rate, state.nu)
+
+
 def slq_frobenius(result: SLQResult) -> tuple[float, float]:
     """Hutchinson estimate of ``||H_bb||_F`` from an SLQ run of the block, with its
     standard error (delta method, over probes): ``sqrt(P m_2)`` with ``m_2`` the mean over
@@ -112,3 +158,15 @@ def spread_decades(values: Any, axis: int = -1) -> np.ndarray:
     if not np.all(v > 0) or not np.all(np.isfinite(v)):
         raise ValueError("values must be finite and positive")
     return np.log10(v.max(axis) / v.min(axis))
+
+
+def t_interval(values: Any, level: float = 0.95) -> dict[str, float]:
+    """``{"value": mean, "low": ..., "high": ...}``: the mean of the per-seed ``values`` (1-D,
+    at least two, finite) and its two-sided Student-t interval at ``level``."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)):
+        raise ValueError(f"values must be 1-D, finite, at least two, got {values!r}")
+    level = check_real(level, "level", minimum=0.0, maximum=1.0)
+    mean = float(v.mean())
+    half = float(student_t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+    return {"value": mean, "low": mean - half, "high": mean + half}
