@@ -127,19 +127,3 @@ def test_errors():
         gm.auroc([1, 1], [0.2, 0.3])
     with pytest.raises(ValueError, match="^threshold must be"):
         gm.edge_metrics(np.eye(3), np.zeros((3, 3)), threshold=1.5)
-
-
-def test_paired_interval_matches_scipy_t_interval():
-    """The Student-t interval of the mean, against scipy's own interval; degenerate and bad input."""
-    import scipy.stats
-
-    diff = np.array([0.3, -0.1, 0.25, 0.4, 0.05, 0.2])
-    entry = gm.paired_interval(diff)
-    low, high = scipy.stats.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=scipy.stats.sem(diff))
-    assert entry["value"] == pytest.approx(diff.mean())
-    assert entry["low"] == pytest.approx(low) and entry["high"] == pytest.approx(high)
-    assert gm.paired_interval([0.5, 0.5, 0.5]) == {"value": 0.5, "low": 0.5, "high": 0.5}
-    with pytest.raises(ValueError):
-        gm.paired_interval([1.0])
-    with pytest.raises(ValueError):
-        gm.paired_interval([1.0, 2.0], level=0.0)

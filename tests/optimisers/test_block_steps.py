@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from xfmr.optimisers.block_steps import (adam_block_rate, adam_effective_step, find_adam_state, slq_frobenius,
-                                         spread_decades, t_interval)
+                                         spread_decades)
 from xfmr.core.ensemble import stack
 from xfmr.optimisers.lanczos import SLQResult, slq
 
@@ -141,16 +141,3 @@ def test_spread_and_errors():
         slq_frobenius((np.ones((1, 2)), np.ones((1, 2)), 2))
     ok = SLQResult(np.array([[2.0, 2.0]]), np.array([[0.5, 0.5]]), 9)
     assert slq_frobenius(ok)[0] == pytest.approx(6.0)
-
-
-def test_t_interval():
-    entry = t_interval([1.0, 2.0, 3.0])
-    # mean 2, sd 1, t_{0.975, 2} = 4.302653
-    assert entry["value"] == 2.0
-    np.testing.assert_allclose(entry["high"] - 2.0, 4.302653 / np.sqrt(3), rtol=1e-6)
-    np.testing.assert_allclose(entry["low"], 4.0 - entry["high"], rtol=1e-12)
-    assert t_interval([1.0, 2.0, 3.0], level=0.5)["high"] < entry["high"]
-    with pytest.raises(ValueError, match="at least two"):
-        t_interval([1.0])
-    with pytest.raises(ValueError, match="finite"):
-        t_interval([1.0, np.inf])

@@ -9,5 +9,4 @@
 - :mod:`pfn_model`    the prior-data fitted network: the masked transformer and its predictions
 - :mod:`pfn_prior`    the GP prior it is trained on (datasets, a lengthscale hyper-prior, the batch sampler)
 - :mod:`pfn_train`    its loss and training runs
-- :mod:`compare`      the paired interval over seeds that a comparison's verdict reads
 """

@@ -13,18 +13,15 @@ nonzero). An estimate may hold both directions of a pair (an undirected edge of 
 - :func:`edge_metrics`: BCE, AUROC, F1, SHD and orientation accuracy of edge logits, per graph.
 - :func:`cpdag_to_adjacency`: causal-learn's graph encoding (PC, GES) to an adjacency matrix,
   which decides how those methods' undirected edges are scored.
-- :func:`paired_interval`: the mean of paired differences over graphs with its Student-t
-  confidence interval, the entry a page rules on (``bookkit.ledger``'s interval rules).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.stats
 
 from xfmr.core.validate import check_real, check_shape
 
-__all__ = ["shd", "edge_f1", "auroc", "edge_metrics", "cpdag_to_adjacency", "paired_interval"]
+__all__ = ["shd", "edge_f1", "auroc", "edge_metrics", "cpdag_to_adjacency"]
 
 
 def _square(W, name: str) -> np.ndarray:
@@ -119,16 +116,3 @@ def cpdag_to_adjacency(G) -> np.ndarray:
     directed = (G.T == 1) & (G == -1)
     undirected = (G == -1) & (G.T == -1)
     return (directed | undirected).astype(float)
-
-
-def paired_interval(diff, level: float = 0.95) -> dict:
-    """``{"value": mean, "low": ..., "high": ...}``: the mean of the paired differences ``diff``
-    (one per graph, at least 2) and its Student-t interval, mean -+ t_{(1+level)/2, n-1} SE.
-    Differences that are all equal give the degenerate interval [mean, mean]."""
-    diff = np.asarray(diff, dtype=float).reshape(-1)
-    if diff.size < 2 or not np.all(np.isfinite(diff)):
-        raise ValueError(f"paired_interval needs at least 2 finite differences, got {diff!r}")
-    check_real(level, "level", minimum=0.0, maximum=1.0, strict_minimum=True)
-    mean = float(diff.mean())
-    half = float(scipy.stats.t.ppf((1 + level) / 2, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size))
-    return {"value": mean, "low": mean - half, "high": mean + half}

@@ -26,10 +26,6 @@ probe of a block is a Rademacher vector ``v`` and its Lanczos quadrature reprodu
 ``||H_bb||_F`` from the same probes (:func:`slq_frobenius`); the top eigenvalue is the
 largest node.
 
-**Paired intervals over seeds** (:func:`t_interval`): the mean of per-seed values (paired
-differences, or per-seed statistics) with its two-sided Student-t interval, ``mean +- t_{n-1}
-sd / sqrt(n)``; it is what the pages hand to :func:`bookkit.ledger.decide`.
-
 **Spread across blocks** of positive scales ``s_b``: ``log10(max_b s_b / min_b s_b)``
 decades (:func:`spread_decades`).
 """
@@ -42,12 +38,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy.stats import t as student_t
 
 from xfmr.optimisers.lanczos import SLQResult
 from xfmr.core.validate import check_instance, check_int, check_real
 
-__all__ = ["find_adam_state", "adam_effective_step", "adam_block_rate", "slq_frobenius", "spread_decades", "t_interval"]
+__all__ = ["find_adam_state", "adam_effective_step", "adam_block_rate", "slq_frobenius", "spread_decades"]
 
 
 def find_adam_state(opt_state: Any) -> optax.ScaleByAdamState:
@@ -158,15 +153,3 @@ def spread_decades(values: Any, axis: int = -1) -> np.ndarray:
     if not np.all(v > 0) or not np.all(np.isfinite(v)):
         raise ValueError("values must be finite and positive")
     return np.log10(v.max(axis) / v.min(axis))
-
-
-def t_interval(values: Any, level: float = 0.95) -> dict[str, float]:
-    """``{"value": mean, "low": ..., "high": ...}``: the mean of the per-seed ``values`` (1-D,
-    at least two, finite) and its two-sided Student-t interval at ``level``."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)):
-        raise ValueError(f"values must be 1-D, finite, at least two, got {values!r}")
-    level = check_real(level, "level", minimum=0.0, maximum=1.0)
-    mean = float(v.mean())
-    half = float(student_t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return {"value": mean, "low": mean - half, "high": mean + half}

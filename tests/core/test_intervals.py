@@ -1,11 +1,11 @@
-"""xfmr.bayesopt.compare: the paired t-interval against scipy's one-sample t-interval, its
-coverage on simulated pairs, and its argument checks."""
+"""xfmr.core.intervals: the t-interval against scipy's, its coverage on simulated pairs, and
+its argument checks."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from xfmr.bayesopt.compare import paired_interval
+from xfmr.core.intervals import paired_interval, t_interval
 
 
 def test_matches_scipy_one_sample_interval_of_the_differences():
@@ -38,3 +38,17 @@ def test_zero_spread_and_checks():
             paired_interval(*bad)
     with pytest.raises(ValueError):
         paired_interval([1.0, 2.0], [0.0, 0.0], level=1.0)
+
+
+def test_t_interval_of_three_values():
+    entry = t_interval([1.0, 2.0, 3.0])
+    # mean 2, sd 1, t_{0.975, 2} = 4.302653
+    assert entry["value"] == 2.0
+    np.testing.assert_allclose(entry["high"] - 2.0, 4.302653 / np.sqrt(3), rtol=1e-6)
+    np.testing.assert_allclose(entry["low"], 4.0 - entry["high"], rtol=1e-12)
+    assert t_interval([1.0, 2.0, 3.0], level=0.5)["high"] < entry["high"]
+    for bad, match in (([1.0], "at least two"), ([1.0, np.inf], "finite"), ([[1.0, 2.0]], "1-D")):
+        with pytest.raises(ValueError, match=match):
+            t_interval(bad)
+    with pytest.raises(ValueError, match="level"):
+        t_interval([1.0, 2.0], level=0.0)
