@@ -92,40 +92,61 @@ def build_single_html(notebooks: Path, out_root: Path) -> Path:
     return at_root
 
 
-def print_pdf(site: Path, page: Path, out: Path) -> dict:
+def print_pdf(site: Path, page: Path, out: Path, attempts: int = 3) -> dict:
     """Load ``page`` (under ``site``) in headless Chromium, wait for MathJax, number the figures,
-    print to ``out``. Returns ``{"figures": count numbered, "raw_tex": [text snippets]}``."""
+    print to ``out``. Returns ``{"figures": count numbered, "raw_tex": [text snippets]}``.
+
+    A browser that dies mid-print (playwright's "Target page, context or browser has been
+    closed", seen now and then from headless Chromium under load) is relaunched, up to
+    ``attempts`` times in all; any other error is raised at once.
+    """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
     server, base = serve(site)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-            tab = browser.new_page()
-            tab.goto(urljoin(base, page.relative_to(site).as_posix()), wait_until="load", timeout=300_000)
-            tab.add_style_tag(content=PRINT_CSS)
-            # Sphinx's singlehtml builder writes the MathJax path relative to the site root
-            # although the page sits in book/: load it from the site's _static/ when missing.
-            if (site / "_static/mathjax/tex-chtml.js").exists() and not tab.evaluate("() => !!window.MathJax"):
-                tab.add_script_tag(url=urljoin(base, "_static/mathjax/tex-chtml.js"))
-                tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                      timeout=120_000)
-            tab.evaluate("""async () => {
-                if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-                    await MathJax.startup.promise;
-                    if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
-                }
-            }""")
-            tab.evaluate(EXPAND_JS)
-            found = {"figures": tab.evaluate(NUMBER_FIGURES_JS), "raw_tex": tab.evaluate(RAW_TEX_JS)}
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
-                    header_template="<span></span>", footer_template=FOOTER,
-                    margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
-            browser.close()
+        for attempt in range(1, attempts + 1):
+            try:
+                with sync_playwright() as pw:
+                    return _print_once(pw, site, base, page, out)
+            except PlaywrightError as error:
+                if "has been closed" not in str(error) or attempt == attempts:
+                    raise
+                print(f"pdf: the browser closed during attempt {attempt} of {attempts}; relaunching",
+                      file=sys.stderr)
     finally:
         server.shutdown()
-    return found
+    raise AssertionError("unreachable")
+
+
+def _print_once(pw, site: Path, base: str, page: Path, out: Path) -> dict:
+    """One launch of Chromium: load, typeset, number the figures, print (see :func:`print_pdf`)."""
+    browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+    try:
+        tab = browser.new_page()
+        tab.goto(urljoin(base, page.relative_to(site).as_posix()), wait_until="load", timeout=300_000)
+        tab.add_style_tag(content=PRINT_CSS)
+        # Sphinx's singlehtml builder writes the MathJax path relative to the site root
+        # although the page sits in book/: load it from the site's _static/ when missing.
+        if (site / "_static/mathjax/tex-chtml.js").exists() and not tab.evaluate("() => !!window.MathJax"):
+            tab.add_script_tag(url=urljoin(base, "_static/mathjax/tex-chtml.js"))
+            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                  timeout=120_000)
+        tab.evaluate("""async () => {
+            if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+                await MathJax.startup.promise;
+                if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
+            }
+        }""")
+        tab.evaluate(EXPAND_JS)
+        found = {"figures": tab.evaluate(NUMBER_FIGURES_JS), "raw_tex": tab.evaluate(RAW_TEX_JS)}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
+                header_template="<span></span>", footer_template=FOOTER,
+                margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
+        return found
+    finally:
+        browser.close()
 
 
 def chapter_titles(notebooks: Path) -> list[str]:
