@@ -35,18 +35,24 @@ def test_effective_step_is_last_update_over_lr(n_steps):
         assert np.shape(e) == ()
 
 
+def _three_runs(opt, measure):
+    """Three runs (seeds 0-2) of three steps of ``opt`` on a two-leaf model: their states and
+    ``measure(state)`` of each."""
+    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
+    states = []
+    for seed in range(3):
+        s = opt.init(params)
+        for t in range(3):
+            _, s = opt.update(_grads(seed, t), s, params)
+        states.append(s)
+    return states, [measure(s) for s in states]
+
+
 def test_effective_step_per_stacked_model():
     """batch_dims=1 on stacked models = one value per model, each from its own run."""
     lr = 0.01
     opt = optax.adam(lr, b1=0.8, b2=0.99, eps=1e-6)
-    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
-    states, singles = [], []
-    for seed in range(3):
-        s = opt.init(params)
-        for t in range(3):
-            u, s = opt.update(_grads(seed, t), s, params)
-        states.append(s)
-        singles.append(adam_effective_step(s, b1=0.8, b2=0.99, eps=1e-6))
+    states, singles = _three_runs(opt, lambda s: adam_effective_step(s, b1=0.8, b2=0.99, eps=1e-6))
     stacked = optax.ScaleByAdamState(count=states[0][0].count,
                                      mu=stack([s[0].mu for s in states]),
                                      nu=stack([s[0].nu for s in states]))
@@ -94,14 +100,7 @@ def test_block_rate_is_update_over_lr_and_momentum(n_steps):
 
 def test_block_rate_per_stacked_model_and_errors():
     opt = optax.adam(0.01, b2=0.99, eps=1e-6)
-    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
-    states, singles = [], []
-    for seed in range(3):
-        s = opt.init(params)
-        for t in range(3):
-            _, s = opt.update(_grads(seed, t), s, params)
-        states.append(s)
-        singles.append(adam_block_rate(s, b2=0.99, eps=1e-6))
+    states, singles = _three_runs(opt, lambda s: adam_block_rate(s, b2=0.99, eps=1e-6))
     stacked = optax.ScaleByAdamState(count=states[0][0].count, mu=stack([s[0].mu for s in states]),
                                      nu=stack([s[0].nu for s in states]))
     rate = adam_block_rate((stacked,), b2=0.99, eps=1e-6, batch_dims=1)
@@ -109,7 +108,7 @@ def test_block_rate_per_stacked_model_and_errors():
         for e, r in zip(jax.tree_util.tree_leaves(rate), jax.tree_util.tree_leaves(singles[i])):
             np.testing.assert_allclose(e[i], r, rtol=1e-12)
     with pytest.raises(ValueError, match="count >= 1"):
-        adam_block_rate(opt.init(params))
+        adam_block_rate(opt.init({"a": jnp.zeros(3)}))
     with pytest.raises(ValueError, match="batch_dims"):
         adam_block_rate(states[0], batch_dims=2)
 

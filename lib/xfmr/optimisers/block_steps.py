@@ -74,20 +74,11 @@ def adam_effective_step(opt_state: Any, *, b1: float = 0.9, b2: float = 0.999,
         A pytree like the parameters whose leaves have the shape of the leading
         ``batch_dims`` axes (scalars for ``batch_dims=0``).
     """
-    state = find_adam_state(opt_state)
     b1 = check_real(b1, "b1", minimum=0.0, maximum=1.0)
-    b2 = check_real(b2, "b2", minimum=0.0, maximum=1.0)
-    eps = check_real(eps, "eps", minimum=0.0)
-    eps_root = check_real(eps_root, "eps_root", minimum=0.0)
-    batch_dims = check_int(batch_dims, "batch_dims", minimum=0)
-    t = int(state.count)
-    if t < 1:
-        raise ValueError(f"opt_state must come after at least one step (count >= 1), got {t}")
+    state, t, b2, eps, eps_root, batch_dims = _adam_arguments(opt_state, b2, eps, eps_root, batch_dims)
 
     def rms(mu, nu):
-        if mu.ndim < batch_dims:
-            raise ValueError(f"batch_dims must be <= the rank of every leaf, got {batch_dims} "
-                             f"for a leaf of shape {mu.shape}")
+        _check_batch_dims(mu, batch_dims)
         mu_hat = mu / (1 - b1 ** t)
         nu_hat = nu / (1 - b2 ** t)
         u = mu_hat / (jnp.sqrt(nu_hat + eps_root) + eps)
@@ -112,6 +103,18 @@ def adam_block_rate(opt_state: Any, *, b2: float = 0.999, eps: float = 1e-8, eps
         A pytree like the parameters whose leaves have the shape of the leading
         ``batch_dims`` axes.
     """
+    state, t, b2, eps, eps_root, batch_dims = _adam_arguments(opt_state, b2, eps, eps_root, batch_dims)
+
+    def rate(nu):
+        _check_batch_dims(nu, batch_dims)
+        r = 1.0 / (jnp.sqrt(nu / (1 - b2 ** t) + eps_root) + eps)
+        return jnp.median(r.reshape(r.shape[:batch_dims] + (-1,)), axis=-1)
+
+    return jax.tree_util.tree_map(rate, state.nu)
+
+
+def _adam_arguments(opt_state, b2, eps, eps_root, batch_dims):
+    """The Adam state found in ``opt_state``, its step count ``t >= 1`` and the checked arguments."""
     state = find_adam_state(opt_state)
     b2 = check_real(b2, "b2", minimum=0.0, maximum=1.0)
     eps = check_real(eps, "eps", minimum=0.0)
@@ -120,15 +123,13 @@ def adam_block_rate(opt_state: Any, *, b2: float = 0.999, eps: float = 1e-8, eps
     t = int(state.count)
     if t < 1:
         raise ValueError(f"opt_state must come after at least one step (count >= 1), got {t}")
+    return state, t, b2, eps, eps_root, batch_dims
 
-    def rate(nu):
-        if nu.ndim < batch_dims:
-            raise ValueError(f"batch_dims must be <= the rank of every leaf, got {batch_dims} "
-                             f"for a leaf of shape {nu.shape}")
-        r = 1.0 / (jnp.sqrt(nu / (1 - b2 ** t) + eps_root) + eps)
-        return jnp.median(r.reshape(r.shape[:batch_dims] + (-1,)), axis=-1)
 
-    return jax.tree_util.tree_map(rate, state.nu)
+def _check_batch_dims(leaf, batch_dims: int) -> None:
+    if leaf.ndim < batch_dims:
+        raise ValueError(f"batch_dims must be <= the rank of every leaf, got {batch_dims} "
+                         f"for a leaf of shape {leaf.shape}")
 
 
 def slq_frobenius(result: SLQResult) -> tuple[float, float]:
