@@ -1,7 +1,8 @@
 """The ledger: every claim of the sources that the book treats, with the rule that decides it.
 
-The rows live in ``book/_data/claims/<part>.yml``, one file per part of the book (:data:`PARTS`,
-in book order), and the sources they cite in ``book/_data/claims/sources.yml``. A row::
+The rows live in ``book/_data/claims.yml``, in book order, and the sources they cite in
+``book/_data/sources.yml`` beside it; a row's part (:data:`PARTS`) is the folder of its page
+(:data:`PART_OF_FOLDER`). A row::
 
     - id: comparison.tcbo_minus_greedy      # <page>.<key>: the page records the number with
                                             # bookkit.results.record("<page>.<key>", value, ...)
@@ -46,14 +47,17 @@ from typing import Any
 
 import yaml
 
-__all__ = ["VERDICTS", "SUPPORTED", "OPS", "PARTS", "PART_TITLES", "FIELDS", "load_ledger", "load_sources", "check_row",
+__all__ = ["VERDICTS", "SUPPORTED", "OPS", "PARTS", "PART_OF_FOLDER", "PART_TITLES", "FIELDS", "load_ledger", "load_sources",
+           "part_of", "check_row",
            "check_rule", "resolve", "outcome", "decide", "verdict", "coverage"]
 
 VERDICTS = ("reproduced", "reproduced, with an exception located", "corrected", "not supported", "undecided",
             "not attempted")
 SUPPORTED = VERDICTS[:3]  # the verdicts of a rule that holds
 OPS = ("within", "equals", "interval", "equivalent")
-PARTS = ("hessian", "cross_entropy", "khop", "bayesopt", "tcbo", "causal")  # Parts I-VI, file stems
+PARTS = ("hessian", "cross_entropy", "khop", "bayesopt", "tcbo", "causal")  # Parts I-VI
+PART_OF_FOLDER = {"hessian": 0, "experiments": 0, "optimisers": 0, "cross_entropy": 1, "khop": 2,
+                  "bayesopt": 3, "tcbo": 4, "causal": 5}  # book/<folder>/ -> index in PARTS
 PART_TITLES = ("Part I: the Hessian of self-attention", "Part II: cross-entropy learns distributions",
                "Part III: K-hop induction heads", "Part IV: transformers and Bayesian optimisation",
                "Part V: planning under transition constraints", "Part VI: standardized causal models")
@@ -64,27 +68,40 @@ _RULE_FIELDS = {"within": ({"target", "tol"}, set()), "equals": ({"target"}, set
                 "interval": ({"direction"}, {"margin"}), "equivalent": ({"margin"}, set())}
 
 
-def load_sources(folder: Path | str) -> dict[str, dict]:
-    """``sources.yml`` of the ledger folder: ``{key: {"name": ..., "cite": bibtex key or None}}``."""
-    return yaml.safe_load((Path(folder) / "sources.yml").read_text())
+def load_sources(ledger: Path | str) -> dict[str, dict]:
+    """``sources.yml`` beside the ledger file: ``{key: {"name": ..., "cite": bibtex key or None}}``."""
+    return yaml.safe_load(Path(ledger).with_name("sources.yml").read_text())
 
 
-def load_ledger(folder: Path | str, parts: tuple[str, ...] = PARTS) -> list[dict]:
-    """The rows of ``parts`` (default: the whole ledger), in book order, each with ``part`` (its
-    index in :data:`PARTS`) added; every row is checked (:func:`check_row`) and ids are unique."""
-    folder = Path(folder)
-    sources = load_sources(folder)
+def part_of(page: str, book: Path | str) -> int:
+    """The part (index in :data:`PARTS`) of the page with stem ``page``: the folder under ``book``
+    that holds it (as ``.md``, or ``.ipynb`` in an executed tree)."""
+    folders = {p.parent.name for p in Path(book).glob(f"*/{page}.*") if p.suffix in (".md", ".ipynb")}
+    if len(folders) != 1 or not folders <= PART_OF_FOLDER.keys():
+        raise ValueError(f"page {page!r} must be in exactly one folder of {sorted(PART_OF_FOLDER)} "
+                         f"under {book}, found {sorted(folders)}")
+    return PART_OF_FOLDER[folders.pop()]
+
+
+def load_ledger(ledger: Path | str, parts: tuple[str, ...] = PARTS) -> list[dict]:
+    """The rows of ``parts`` (default: every row) of the ledger file, in its order, each with
+    ``part`` (its index in :data:`PARTS`, from its page's folder in the book that holds the
+    ledger's ``_data`` folder) added; every row is checked (:func:`check_row`), ids are unique
+    and the rows follow the book's order of parts."""
+    ledger = Path(ledger)
+    sources = load_sources(ledger)
     rows, seen = [], set()
-    for index, part in enumerate(PARTS):
-        if part not in parts:
-            continue
-        for row in yaml.safe_load((folder / f"{part}.yml").read_text()) or []:
-            check_row(row, sources)
-            if row["id"] in seen:
-                raise ValueError(f"claim id {row['id']!r} appears twice in the ledger")
-            seen.add(row["id"])
-            rows.append({**row, "part": index})
-    return rows
+    for row in yaml.safe_load(ledger.read_text()) or []:
+        check_row(row, sources)
+        if row["id"] in seen:
+            raise ValueError(f"claim id {row['id']!r} appears twice in the ledger")
+        seen.add(row["id"])
+        part = part_of(row["id"].split(".")[0], ledger.parent.parent)
+        if rows and part < rows[-1]["part"]:
+            raise ValueError(f"claim {row['id']!r} of {PARTS[part]} comes after a row of {PARTS[rows[-1]['part']]}: "
+                             "keep the rows in the book's order of parts")
+        rows.append({**row, "part": part})
+    return [row for row in rows if PARTS[row["part"]] in parts]
 
 
 def check_row(row: dict, sources: dict) -> None:
@@ -219,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--results", type=Path, required=True, help="the results folder of an executed tree")
-    parser.add_argument("--ledger", type=Path, default=Path("book/_data/claims"))
+    parser.add_argument("--ledger", type=Path, default=Path("book/_data/claims.yml"))
     parser.add_argument("--part", choices=PARTS, help="only this part's rows (default: all)")
     args = parser.parse_args(argv)
     rows = load_ledger(args.ledger, PARTS if args.part is None else (args.part,))

@@ -11,7 +11,7 @@ from bookkit import ledger
 from bookkit.book import toc
 
 ROOT = Path(__file__).resolve().parents[2]
-LEDGER = ROOT / "book" / "_data" / "claims"
+LEDGER = ROOT / "book" / "_data" / "claims.yml"
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 
 
@@ -114,6 +114,18 @@ def test_rows_are_checked():
                        (dict(good, verdict="not attempted"), "takes no")]:
         with pytest.raises(ValueError, match=match):
             ledger.check_row(bad, sources)
+
+
+def test_a_row_s_part_is_its_page_s_folder(tmp_path):
+    for folder, page in (("optimisers", "a"), ("khop", "b"), ("causal", "c")):
+        (tmp_path / "book" / folder).mkdir(parents=True)
+        (tmp_path / "book" / folder / f"{page}.md").write_text("")
+    (tmp_path / "book" / "khop" / "c.ipynb").write_text("")      # the same stem in two folders
+    assert ledger.part_of("a", tmp_path / "book") == 0
+    assert ledger.part_of("b", tmp_path / "book") == 2
+    for page in ("c", "missing"):
+        with pytest.raises(ValueError, match="exactly one folder"):
+            ledger.part_of(page, tmp_path / "book")
 
 
 def test_coverage_names_the_recorded_verdicts_the_ledger_lacks():
