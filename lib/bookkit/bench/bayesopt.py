@@ -29,12 +29,12 @@ from bookkit.bench.timing import measure
 __all__ = ["bench_pfn_train_step", "bench_bayesopt_step", "bench_gp_posterior"]
 
 
-def _pfn_config(sizes: dict, **overrides):
+def _pfn_config(sizes: dict):
     """The PFNConfig of a page's parameters (``sizes`` from :func:`bookkit.book.toc.page_defaults`)."""
     from xfmr.bayesopt import pfn_model
 
     names = ("d_model", "n_heads", "n_layers", "d_ff", "n_buckets", "max_context", "n_points")
-    return pfn_model.PFNConfig(d_in=1, **{**{k: sizes[k] for k in names}, **overrides})
+    return pfn_model.PFNConfig(d_in=1, **{k: sizes[k] for k in names})
 
 
 def bench_pfn_train_step() -> list[dict]:
