@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from xfmr.optimisers.block_steps import (adam_block_rate, adam_effective_step, find_adam_state, slq_frobenius,
-                                         spread_decades)
+                                         spread_decades, update_gradient_ratio)
 from xfmr.core.ensemble import stack
 from xfmr.optimisers.lanczos import SLQResult, slq
 
@@ -96,6 +96,31 @@ def test_block_rate_is_update_over_lr_and_momentum(n_steps):
         assert np.shape(e) == ()
     # the small-gradient block gets the larger rate
     assert float(rate["b"][0]) > 100 * float(rate["a"])
+    # the RMS over the block of the same per-coordinate rates
+    ref_rms = jax.tree_util.tree_map(lambda x, m: jnp.sqrt(jnp.mean((x / (lr * m)) ** 2)), u, mu_hat)
+    rms = adam_block_rate(state, stat="rms")
+    for e, r in zip(jax.tree_util.tree_leaves(rms), jax.tree_util.tree_leaves(ref_rms)):
+        np.testing.assert_allclose(e, r, rtol=1e-9)
+    with pytest.raises(ValueError, match="stat"):
+        adam_block_rate(state, stat="mean")
+
+
+def test_update_gradient_ratio():
+    """SGD without momentum: the ratio is the learning rate on every block; Adam's is not."""
+    params = {"a": jnp.zeros((3, 4), jnp.float64), "b": [jnp.zeros(5, jnp.float64)]}
+    g = _grads(0, 1)
+    u, _ = optax.sgd(0.07).update(g, optax.sgd(0.07).init(params), params)
+    for r in jax.tree_util.tree_leaves(update_gradient_ratio(u, g)):
+        np.testing.assert_allclose(r, 0.07, rtol=1e-12)
+    ua, _ = optax.adam(0.07).update(g, optax.adam(0.07).init(params), params)
+    ra = update_gradient_ratio(ua, g)
+    assert float(ra["b"][0]) > 100 * float(ra["a"])      # a small gradient, a large ratio
+    stacked = update_gradient_ratio(stack([u, ua]), stack([g, g]), batch_dims=1)
+    np.testing.assert_allclose(stacked["a"], [0.07, float(ra["a"])], rtol=1e-12)
+    with pytest.raises(ValueError, match="structure"):
+        update_gradient_ratio(u, {"a": g["a"]})
+    with pytest.raises(ValueError, match="shapes"):
+        update_gradient_ratio({"a": jnp.ones(3)}, {"a": jnp.ones(4)})
 
 
 def test_block_rate_per_stacked_model_and_errors():

@@ -17,7 +17,9 @@ coordinate whose gradient keeps its sign has ``|mu_hat| ~ sqrt(nu_hat)``).
 rate ``eta / (sqrt(nu_hat + eps_root) + eps)``: that rate, not the normalised update, is what
 Adam sets per coordinate from the gradients' scale. :func:`adam_block_rate` gives its median
 over each block's entries, per unit of ``eta`` (the rate the block gets; the median ignores the
-few coordinates of zero gradient, whose rate is ``1 / eps``).
+few coordinates of zero gradient, whose rate is ``1 / eps``; the RMS does not). What a block's
+gradient receives in one step, momentum included, is :func:`update_gradient_ratio`,
+``|u_b| / |g_b|``.
 
 **Block Hessian scales from one SLQ run** (:func:`xfmr.optimisers.blockwise.block_spectra`). Each
 probe of a block is a Rademacher vector ``v`` and its Lanczos quadrature reproduces
@@ -42,7 +44,8 @@ import optax
 from xfmr.optimisers.lanczos import SLQResult
 from xfmr.core.validate import check_instance, check_int, check_real
 
-__all__ = ["find_adam_state", "adam_effective_step", "adam_block_rate", "slq_frobenius", "spread_decades"]
+__all__ = ["find_adam_state", "adam_effective_step", "adam_block_rate", "update_gradient_ratio",
+           "slq_frobenius", "spread_decades"]
 
 
 def find_adam_state(opt_state: Any) -> optax.ScaleByAdamState:
@@ -88,29 +91,78 @@ def adam_effective_step(opt_state: Any, *, b1: float = 0.9, b2: float = 0.999,
     return jax.tree_util.tree_map(rms, state.mu, state.nu)
 
 
-def adam_block_rate(opt_state: Any, *, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
-                    batch_dims: int = 0) -> Any:
-    """Median over each block of ``1 / (sqrt(nu_hat_t + eps_root) + eps)``, the per-coordinate
-    rate of Adam per unit of learning rate (see the module docstring), from the state.
+def adam_block_rate(
+    opt_state: Any,
+    *,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    eps_root: float = 0.0,
+    batch_dims: int = 0,
+    stat: str = "median",
+) -> Any:
+    """Median (or RMS) over each block of ``1 / (sqrt(nu_hat_t +
+    eps_root) + eps)``, the per-coordinate rate of Adam per unit of
+    learning rate (see the module docstring), from the state.
 
     Args:
-        opt_state: a state holding an ``optax.ScaleByAdamState`` with ``count = t >= 1``;
-            ``b2, eps, eps_root`` must be those of the optimiser (optax defaults here).
-        batch_dims: leading axes of every leaf that index independent models; the median runs
-            over the others.
+        opt_state: a state holding an ``optax.ScaleByAdamState`` with
+            ``count = t >= 1``; ``b2, eps, eps_root`` must be those of
+            the optimiser (optax defaults here).
+        batch_dims: leading axes of every leaf that index independent
+            models; the median runs over the others.
+        stat: ``"median"`` or ``"rms"`` (root mean square) over the
+        block's coordinates.
 
     Returns:
-        A pytree like the parameters whose leaves have the shape of the leading
-        ``batch_dims`` axes.
+        A pytree like the parameters whose leaves have the shape of the
+        leading ``batch_dims`` axes.
     """
-    state, t, b2, eps, eps_root, batch_dims = _adam_arguments(opt_state, b2, eps, eps_root, batch_dims)
+    if stat not in ("median", "rms"):
+        raise ValueError(
+            f"stat must be 'median' or 'rms', got {stat!r}"
+        )
+    state, t, b2, eps, eps_root, batch_dims = _adam_arguments(
+        opt_state, b2, eps, eps_root, batch_dims
+    )
 
     def rate(nu):
         _check_batch_dims(nu, batch_dims)
-        r = 1.0 / (jnp.sqrt(nu / (1 - b2 ** t) + eps_root) + eps)
-        return jnp.median(r.reshape(r.shape[:batch_dims] + (-1,)), axis=-1)
+        r = 1.0 / (jnp.sqrt(nu / (1 - b2**t) + eps_root) + eps)
+        r = r.reshape(r.shape[:batch_dims] + (-1,))
+        if stat == "rms":
+            return jnp.sqrt(jnp.mean(jnp.square(r), axis=-1))
+        return jnp.median(r, axis=-1)
 
     return jax.tree_util.tree_map(rate, state.nu)
+
+
+def update_gradient_ratio(updates: Any, grads: Any, *, batch_dims: int = 0) -> Any:
+    """``|u_b| / |g_b|`` per block: the Euclidean norm of the update over that of the gradient.
+
+    For SGD with learning rate ``eta`` (no momentum) it is ``eta`` on every block; for Adam
+    it is the rate the block's gradient actually received in one step.
+
+    Args:
+        updates, grads: pytrees of the same structure and leaf shapes.
+        batch_dims: leading axes that index independent models; the norms run over the others.
+
+    Returns:
+        A pytree of the leading ``batch_dims`` shapes (``inf`` where a gradient is zero).
+    """
+    batch_dims = check_int(batch_dims, "batch_dims", minimum=0)
+    if jax.tree_util.tree_structure(updates) != jax.tree_util.tree_structure(grads):
+        raise ValueError("updates and grads must have the same pytree structure")
+
+    def ratio(u, g):
+        if u.shape != g.shape:
+            raise ValueError(f"updates and grads must have equal leaf shapes, got {u.shape} "
+                             f"and {g.shape}")
+        _check_batch_dims(u, batch_dims)
+        axes = tuple(range(batch_dims, u.ndim))
+        return (jnp.sqrt(jnp.sum(jnp.square(u), axis=axes))
+                / jnp.sqrt(jnp.sum(jnp.square(g), axis=axes)))
+
+    return jax.tree_util.tree_map(ratio, updates, grads)
 
 
 def _adam_arguments(opt_state, b2, eps, eps_root, batch_dims):

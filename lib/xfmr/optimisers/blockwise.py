@@ -31,10 +31,10 @@ import optax
 from xfmr.experiments.curvature import get_path, set_path
 from jax.flatten_util import ravel_pytree
 
-from xfmr.optimisers.lanczos import SLQResult, lanczos, ritz
+from xfmr.optimisers.lanczos import SLQResult, lanczos
 from xfmr.core.validate import check_callable, check_int
 
-__all__ = ["leaf_paths", "block_hvp", "block_spectra", "block_top_eigenvalues",
+__all__ = ["leaf_paths", "masked_program", "block_hvp", "block_spectra", "block_top_eigenvalues",
            "all_block_top_eigenvalues", "scale_by_block"]
 
 
@@ -99,13 +99,14 @@ def _masked_runs(loss, params, paths, key, n_probes: int, n_steps: int, batch):
     m = min(n_steps, max(sizes[i] for i in idx))
     leaves, treedef = jax.tree_util.tree_flatten(params)
     spec = tuple((tuple(x.shape), jnp.dtype(x.dtype).name) for x in leaves)
-    return _masked_program(loss, treedef, spec, m)(flat, batch, masks, starts)
+    return masked_program(loss, treedef, spec, m)(flat, batch, masks, starts)
 
 
 @functools.lru_cache(maxsize=64)
-def _masked_program(loss, treedef, spec: tuple, m: int):
-    """The jitted program of :func:`_masked_runs`, compiled once per (loss, parameter
-    structure, m) and reused across seeds and checkpoints."""
+def masked_program(loss, treedef, spec: tuple, m: int):
+    """The jitted program of :func:`_masked_runs` (masked Lanczos on every block), compiled
+    once per (loss, parameter structure, m) and reused across seeds and checkpoints; also the
+    program of :mod:`block_rates` and :mod:`warmup`."""
     template = jax.tree_util.tree_unflatten(treedef, [jnp.zeros(sh, dt) for sh, dt in spec])
     unravel = ravel_pytree(template)[1]
 

@@ -44,19 +44,27 @@ __all__ = ["lanczos", "ritz", "SLQResult", "slq", "slq_moments", "slq_density",
            "top_eigenvalue"]
 
 
-def lanczos(matvec: Callable[[jax.Array], jax.Array], q0: jax.Array, n_steps: int):
-    """``n_steps`` Lanczos steps with full reorthogonalisation from ``q0`` (any nonzero vector).
+def lanczos(
+    matvec: Callable[[jax.Array], jax.Array],
+    q0: jax.Array,
+    n_steps: int,
+):
+    """``n_steps`` Lanczos steps with full reorthogonalisation from
+    ``q0`` (any nonzero vector).
 
     Args:
-        matvec: ``v (P,) -> A v (P,)`` for a symmetric ``A``; traced under ``jit``.
+        matvec: ``v (P,) -> A v (P,)`` for a symmetric ``A``; traced
+        under ``jit``.
         q0: start vector ``(P,)`` (normalised here).
         n_steps: ``m``, with ``1 <= m <= P``.
 
     Returns:
-        ``(alpha (m,), beta (m,))``: the diagonal and the off-diagonal of ``T`` (``beta[:m-1]``;
-        ``beta[m-1]`` is the norm of the residual after the last step, used in error bounds).
-        After an exact breakdown (``beta_j = 0``: ``q_0`` lies in an invariant subspace) the
-        remaining ``alpha, beta`` are zero, which adds nodes of weight zero.
+        ``(alpha (m,), beta (m,))``: the diagonal and the off-diagonal
+        of ``T`` (``beta[:m-1]``; ``beta[m-1]`` is the norm of the
+        residual after the last step, used in error bounds). After an
+        exact breakdown (``beta_j = 0``: ``q_0`` lies in an invariant
+        subspace) the remaining ``alpha, beta`` are zero, which adds
+        nodes of weight zero.
     """
     q0 = check_array(q0, "q0", ndim=1)
     P = q0.shape[0]
@@ -73,17 +81,34 @@ def lanczos(matvec: Callable[[jax.Array], jax.Array], q0: jax.Array, n_steps: in
         w = matvec(q)
         a = jnp.vdot(q, w)
         w = w - a * q - beta_prev * q_prev
-        for _ in range(2):                             # full reorthogonalisation, twice
+        for _ in range(2):  # full reorthogonalisation, twice
             w = w - Q.T @ (Q @ w)
         b = jnp.linalg.norm(w)
         scale = jnp.maximum(scale, jnp.abs(a) + b)
         ok = b > eps * scale
-        q_next = jnp.where(ok, w / jnp.where(ok, b, 1), jnp.zeros_like(w))
+        q_next = jnp.where(
+            ok, w / jnp.where(ok, b, 1), jnp.zeros_like(w)
+        )
         b = jnp.where(ok, b, 0)
-        return (Q, q_next, q, b, alpha.at[j].set(a), beta.at[j].set(b), scale)
+        return (
+            Q,
+            q_next,
+            q,
+            b,
+            alpha.at[j].set(a),
+            beta.at[j].set(b),
+            scale,
+        )
 
-    init = (Q, q, jnp.zeros_like(q), jnp.zeros((), dtype), jnp.zeros((m,), dtype),
-            jnp.zeros((m,), dtype), jnp.zeros((), dtype))
+    init = (
+        Q,
+        q,
+        jnp.zeros_like(q),
+        jnp.zeros((), dtype),
+        jnp.zeros((m,), dtype),
+        jnp.zeros((m,), dtype),
+        jnp.zeros((), dtype),
+    )
     out = jax.lax.fori_loop(0, m, body, init)
     return out[4], out[5]
 
