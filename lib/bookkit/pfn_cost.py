@@ -87,10 +87,11 @@ def paper_seconds_per_step(n_layers: int, *, max_context: int, n_points: int, ba
 
 def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: float, *,
                     n_points: int = PAPER_PROBE_POINTS, n_steps: int = 1_000) -> str:
-    """One line on the timed model's training cost: ``per_step`` CPU-s per step (from
+    """Four short lines on the timed model's training cost: ``per_step`` CPU-s per step (from
     :func:`paper_seconds_per_step`) of :func:`paper_config` with ``n_layers`` layers at ``batch``
     1-D datasets of ``n_points`` points (the data the step was timed on, not a paper's), this
     page's own ``page_per_step``, and the CPU-hours of ``n_steps`` such steps."""
-    return (f"measured: {n_layers} layers, width 512, 4 heads, 1,000 buckets, on 1-D datasets of {n_points} points: "
-            f"{per_step:.1f} CPU-s per step at batch {batch} (this page's model: {page_per_step:.2f}); "
+    return (f"measured: {n_layers} layers, width 512, 4 heads, 1,000 buckets,\n"
+            f"on 1-D datasets of {n_points} points: {per_step:.1f} CPU-s per step\n"
+            f"at batch {batch} (this page's model: {page_per_step:.2f});\n"
             f"{n_steps:,} steps = {per_step * n_steps / 3600:.1f} CPU-hours on this machine")

@@ -72,3 +72,23 @@ def test_nll_is_cross_entropy_plus_log_width_and_errors():
         bar.check_borders(jnp.array([0.0, jnp.inf]))
     with pytest.raises(ValueError, match="^y must be finite"):
         bar.log_density(logits, b, jnp.nan)
+
+
+def test_mixture_borders_reduce_to_normal_and_have_equal_mixture_mass():
+    one = bar.mixture_normal_borders(40, [1.3], dtype=jnp.float64)
+    np.testing.assert_allclose(one, bar.normal_borders(40, 1.3, dtype=jnp.float64), rtol=1e-9, atol=1e-10)
+    scales = np.array([0.3, 1.0, 2.5])
+    b = np.asarray(bar.mixture_normal_borders(20, scales, eps=1e-3, dtype=jnp.float64))
+    mass = np.diff(stats.norm.cdf(b[:, None] / scales[None, :]).mean(1))
+    np.testing.assert_allclose(mass, (1 - 2e-3) / 20, rtol=1e-8)
+    with pytest.raises(ValueError, match="scales"):
+        bar.mixture_normal_borders(10, [1.0, -1.0])
+
+
+def test_central_coverage_of_uniform_values_is_the_level():
+    u = jnp.linspace(0.0, 1.0, 100_001)
+    for level in (0.5, 0.9):
+        assert float(bar.central_coverage(u, level).mean()) == pytest.approx(level, abs=1e-4)
+    np.testing.assert_array_equal(bar.central_coverage(jnp.array([0.5, 0.01, 0.99]), 0.9), [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="level"):
+        bar.central_coverage(u, 1.5)

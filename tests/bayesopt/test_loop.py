@@ -81,3 +81,14 @@ def test_masked_standardize_and_argument_errors():
     assert (float(mu), float(sd)) == (2.0, 1.0)
     with pytest.raises(ValueError, match="^n_init must be"):
         loop.run_bayesopt(problem, loop.random_policy(), jax.random.key(0), n_init=0, n_iter=1, d=1)
+
+
+def test_final_regret_rows_are_the_quartiles_of_the_last_column():
+    r = np.array([[5.0, 4.0], [5.0, 1.0], [5.0, 3.0], [5.0, 2.0]])
+    rows = loop.final_regret_rows({("p", "m"): r, ("p", "n"): 2 * r})
+    assert [(x["problem"], x["method"]) for x in rows] == [("p", "m"), ("p", "n")]
+    assert rows[0]["median"] == "2.50e+00"
+    assert rows[0]["quartiles"] == "[1.75e+00, 3.25e+00]"
+    assert rows[1]["median"] == "5.00e+00"
+    with pytest.raises(ValueError, match="must be \\(n_seeds, T\\)"):
+        loop.final_regret_rows({("p", "m"): np.ones(3)})

@@ -45,3 +45,31 @@ def test_the_sampler_draws_context_sizes_uniformly_and_returns_float32():
     assert batches[0].x.shape == (2, 6, 1) and batches[0].y.shape == (2, 6)
     counts = np.bincount([int(b.n_ctx) for b in batches], minlength=5)
     assert counts.size == 5 and stats.chisquare(counts).pvalue > 1e-3, counts
+
+
+def test_the_three_parameter_hyperprior_is_loguniform_in_its_boxes():
+    boxes = ((0.05, 0.5), (0.25, 4.0), (1e-4, 0.1))
+    draws = pfn_prior.loguniform_hyperprior(*boxes)(jax.random.key(2), 4000)
+    for d, (lo, hi) in zip(draws, boxes):
+        u = (np.log(np.asarray(d)) - np.log(lo)) / (np.log(hi) - np.log(lo))
+        assert u.min() >= 0 and u.max() <= 1 and stats.kstest(u, "uniform").pvalue > 1e-3
+    assert abs(np.corrcoef(np.log(draws[0]), np.log(draws[2]))[0, 1]) < 0.1
+    with pytest.raises(ValueError, match="noise"):
+        pfn_prior.loguniform_hyperprior(*boxes[:2], (0.1, 1e-4))
+
+
+def test_per_dataset_noise_sets_each_datasets_variance():
+    """Two datasets of 2000 points at lengthscale 1e-3 (independent points): the sample
+    variance of each is outputscale (1 + 1e-5) + its own noise."""
+    _, y = pfn_prior.sample_gp_datasets(jax.random.key(3), 2, 1500, 1, lengthscale=1e-4, outputscale=0.5,
+                                        noise=jnp.array([0.01, 2.0]))
+    var = np.asarray(y).var(1)
+    np.testing.assert_allclose(var, [0.51, 2.5], rtol=0.12)
+
+
+def test_the_sampler_takes_the_noise_from_a_three_parameter_hyperprior():
+    config = pfn_model.PFNConfig(d_in=1, n_points=1500, max_context=10)
+    h = pfn_prior.loguniform_hyperprior((1e-4, 1.1e-4), (0.5, 0.51), (2.0, 2.01))
+    batch = pfn_prior.gp_dataset_sampler(config, 2, lengthscale=None, outputscale=None, noise=0.0,
+                                         hyperprior=h)(jax.random.key(4))
+    np.testing.assert_allclose(np.asarray(batch.y).var(1), 2.5, rtol=0.12)

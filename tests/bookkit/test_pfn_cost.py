@@ -44,5 +44,7 @@ def test_paper_probe_times_one_program_and_scales_to_the_callers_points(monkeypa
         pfn_cost.paper_seconds_per_step(1, max_context=20, n_points=20, batch=16, scale=1.0)
     # 2.0 CPU-s per step: 1,000 steps are 2,000 CPU-s, 0.56 CPU-hours, printed as 0.6
     assert pfn_cost.paper_cost_text(2.0, 6, 16, 0.05, n_points=40) == (
-        "measured: 6 layers, width 512, 4 heads, 1,000 buckets, on 1-D datasets of 40 points: 2.0 CPU-s per step "
-        "at batch 16 (this page's model: 0.05); 1,000 steps = 0.6 CPU-hours on this machine")
+        "measured: 6 layers, width 512, 4 heads, 1,000 buckets,\n"
+        "on 1-D datasets of 40 points: 2.0 CPU-s per step\n"
+        "at batch 16 (this page's model: 0.05);\n"
+        "1,000 steps = 0.6 CPU-hours on this machine")

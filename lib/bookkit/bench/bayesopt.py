@@ -11,6 +11,11 @@
   (30 observations, 500 random candidates).
 - :func:`bench_gp_posterior`: exact GP posterior (float64) at 2,000 observations and 2,000
   test points; goal: under 2 s.
+- :func:`bench_pfn_kl_goals`: page 3's PFN trained in 1-D and in 3-D with the steps of the
+  dimensions page's recorded profile (``bayesopt-dims``: about 5 and 10 minutes on 2 cores),
+  timed, then its worst KL(binned GP || PFN) over contexts 1-30 on 512 fresh datasets; goals:
+  1-D KL <= 0.05 nats at every context size after <= 5 min; 3-D: the KL reached after
+  <= 10 min, stated. About 15 minutes in all.
 
 Every size is read from the pages' parameters cells (:func:`bookkit.book.toc.page_defaults`), so
 a page resized is benchmarked at its new size. Each timing is the median of a few calls after a
@@ -26,7 +31,7 @@ import jax.numpy as jnp
 
 from bookkit.bench.timing import measure
 
-__all__ = ["bench_pfn_train_step", "bench_bayesopt_step", "bench_gp_posterior"]
+__all__ = ["bench_pfn_train_step", "bench_bayesopt_step", "bench_gp_posterior", "bench_pfn_kl_goals"]
 
 
 def _pfn_config(sizes: dict):
@@ -141,3 +146,44 @@ def bench_gp_posterior() -> list[dict]:
         timing = measure(lambda i: f(X, y, Xs), 3)
     return [{"benchmark": "GP posterior (mean + variance)", "size": "2000 obs x 2000 test points, d = 2, float64",
              **timing.fields(), "goal": "< 2 s", "note": "Cholesky + triangular solves, jitted"}]
+
+
+def bench_pfn_kl_goals() -> list[dict]:
+    """The KL goals of the dimensions page, each after one timed training run (seed 0) at the
+    sizes of its recorded profile ``bayesopt-dims`` (page 3's network; the steps sized to about
+    5 minutes in 1-D and 10 minutes in 3-D on 2 idle cores)."""
+    import numpy as np
+
+    from bookkit.bench.timing import measure_once
+    from bookkit.book.toc import page_defaults, profile_overrides
+    from xfmr.bayesopt import bar, pfn_eval, pfn_model, pfn_prior, pfn_train
+
+    root = Path.cwd()
+    sizes = {**page_defaults(root, "book/bayesopt/dimensions"),
+             **profile_overrides(root / "book/profiles.yml", "bayesopt/dimensions", "bayesopt-dims")}
+    rows = []
+    with jax.enable_x64(True):
+        borders = bar.normal_borders(sizes["n_buckets"], (sizes["outputscale"] + sizes["noise"]) ** 0.5)
+        for d, goal, minutes in ((1, "KL <= 0.05 nats at every n <= 30, training <= 5 min", 5),
+                                 (3, "the KL reached after <= 10 min, stated", 10)):
+            hyper = dict(lengthscale=sizes["base_lengthscale"] * d**0.5, outputscale=sizes["outputscale"],
+                         noise=sizes["noise"])
+            cfg = pfn_model.PFNConfig(d_in=d, **{k: sizes[k] for k in ("d_model", "n_heads", "n_layers", "d_ff",
+                                                                      "n_buckets", "max_context", "n_points")})
+            steps = sizes["steps_by_dim"].get(d, sizes["n_steps"])
+            sampler = pfn_prior.gp_dataset_sampler(cfg, sizes["batch_size"], **hyper)
+            timing, fit = measure_once(lambda: jax.block_until_ready(pfn_train.fit_pfn(
+                cfg, borders, sampler, jax.random.key(0), n_steps=steps, learning_rate=sizes["learning_rate"],
+                warmup_steps=sizes["warmup_steps"])))
+            x, y = pfn_prior.sample_gp_datasets(jax.random.key(1000 + d), 512, cfg.n_points, d, **hyper)
+            table = pfn_eval.kl_table(fit.params, cfg, borders, x, y, list(range(1, cfg.max_context + 1)), **hyper)
+            worst = int(np.argmax(table[:, 3]))
+            met = bool(table[worst, 3] <= 0.05 and timing.seconds <= 60 * minutes) if d == 1 else None
+            rows.append({"benchmark": f"PFN training to the GP posterior predictive, d = {d}",
+                         "size": f"{cfg.n_layers} layers, width {cfg.d_model}, {steps} steps, batch "
+                                 f"{sizes['batch_size']} x {cfg.n_points} points",
+                         **timing.fields(), "goal": goal,
+                         "note": f"worst KL {table[worst, 3]:.3f} nats at n = {worst + 1} (floor "
+                                 f"{np.max(table[:, 1] - table[:, 0]):.3f}); "
+                                 + ("goal met" if met else "goal not met" if d == 1 else "stated")})
+    return rows

@@ -7,6 +7,9 @@
 - :mod:`loop`         the fixed-shape BayesOpt loop (one ``lax.scan``, vmapped over seeds)
 - :mod:`bar`          the bar (Riemann) distribution: borders, density, moments, KL from bucket masses
 - :mod:`pfn_model`    the prior-data fitted network: the masked transformer and its predictions
-- :mod:`pfn_prior`    the GP prior it is trained on (datasets, a lengthscale hyper-prior, the batch sampler)
+- :mod:`pfn_prior`    the GP prior it is trained on (datasets, hyper-priors, the batch sampler)
 - :mod:`pfn_train`    its loss and training runs
+- :mod:`pfn_eval`     a PFN against the GP posterior predictive: NLLs, bucket floor, KL per context size
+- :mod:`model_average` the exact model average over the hyperparameters (quadrature or
+                      importance sampling) and the plug-in, on buckets
 """

@@ -49,18 +49,23 @@ def _check(mean, std):
 
 
 def expected_improvement(mean, std, best) -> jax.Array:
-    """EI for maximisation, elementwise over broadcast ``mean``, ``std`` (and ``best``).
+    """EI for maximisation, elementwise over broadcast ``mean``, ``std``
+    (and ``best``).
 
     Where ``std == 0`` the result is ``max(mean - best, 0)`` exactly.
     """
     mean, std = _check(mean, std)
-    best = check_finite(check_array(best, "best", kind="number"), "best")
+    best = check_finite(
+        check_array(best, "best", kind="number"), "best"
+    )
     diff = mean - best
     positive = std > 0
     safe = jnp.where(positive, std, 1.0)
     z = diff / safe
     ei = diff * norm.cdf(z) + safe * norm.pdf(z)
-    return jnp.where(positive, jnp.maximum(ei, 0.0), jnp.maximum(diff, 0.0))
+    return jnp.where(
+        positive, jnp.maximum(ei, 0.0), jnp.maximum(diff, 0.0)
+    )
 
 
 def _log_h(z: jax.Array) -> jax.Array:
@@ -130,17 +135,25 @@ def thompson_sample(mean, cov, key, *, jitter: float = 1e-9) -> jax.Array:
 
 
 def _bar_improvement(logits, borders, best):
-    """Bucket masses p (..., B) and each bucket's improvement per unit mass (..., B)."""
+    """Bucket masses p (..., B) and each bucket's improvement per unit
+    mass (..., B).
+    """
     logits, borders = bar.check_logits_and_borders(logits, borders)
-    best = check_finite(check_array(best, "best", kind="number"), "best")[..., None]
+    best = check_finite(
+        check_array(best, "best", kind="number"), "best"
+    )[..., None]
     a, b = borders[:-1], borders[1:]
     above = 0.5 * (a + b) - best
     inside = (b - best) ** 2 / (2.0 * (b - a))
-    return logits, jnp.where(best <= a, above, jnp.where(best < b, inside, 0.0))
+    return logits, jnp.where(
+        best <= a, above, jnp.where(best < b, inside, 0.0)
+    )
 
 
 def bar_expected_improvement(logits, borders, best) -> jax.Array:
-    """E[max(Y - best, 0)] under the bar distribution, closed form; logits (..., B), best (...)."""
+    """E[max(Y - best, 0)] under the bar distribution, closed form;
+    logits (..., B), best (...).
+    """
     logits, per = _bar_improvement(logits, borders, best)
     return jnp.sum(bar.probabilities(logits) * per, axis=-1)
 

@@ -26,10 +26,11 @@ import numpy as np
 from jax.scipy.stats import norm
 from scipy.special import ndtri
 
-from xfmr.core.validate import check_array, check_finite, check_float_dtype, check_int, check_real, is_concrete
+from xfmr.core.validate import check_array, check_float_dtype, check_int, check_real, is_concrete
 
 __all__ = ["normal_borders", "check_borders", "check_logits_and_borders", "bucket_index", "log_density", "nll",
-           "probabilities", "mean", "variance", "cdf", "quantile", "binned_normal", "kl_from_masses"]
+           "probabilities", "mean", "variance", "cdf", "quantile", "binned_normal", "kl_from_masses",
+           "mixture_normal_borders", "central_coverage"]
 
 
 def check_borders(borders) -> jax.Array:
@@ -63,6 +64,44 @@ def normal_borders(n_buckets: int, scale: float, *, eps: float = 1e-3, dtype=jnp
     dtype = check_float_dtype(dtype)
     u = eps + (1 - 2 * eps) * np.arange(n_buckets + 1, dtype=np.float64) / n_buckets
     return jnp.asarray(scale * ndtri(u), dtype)
+
+
+def mixture_normal_borders(n_buckets: int, scales, *, eps: float = 1e-3, dtype=jnp.float32) -> jax.Array:
+    """B + 1 borders of equal mass (1 - 2 eps)/B under the equal-weight mixture of
+    N(0, scales_k^2), k = 1..K: the prior marginal of y when the outputscale and noise are
+    drawn from a hyper-prior (``scales`` = sqrt(s^2 + sigma^2) of K prior draws).
+
+    Each border solves F(b) = eps + (1 - 2 eps) i / B with F(y) = mean_k Phi(y / scale_k),
+    by bisection in float64 (NumPy) to 1e-12 relative; a single scale gives
+    :func:`normal_borders`.
+    """
+    n_buckets = check_int(n_buckets, "n_buckets", minimum=1)
+    s = np.asarray(scales, np.float64).reshape(-1)
+    if s.size == 0 or not np.all(np.isfinite(s)) or not np.all(s > 0):
+        raise ValueError(f"scales must be a non-empty array of finite positive values, got {s.size} entries")
+    eps = check_real(eps, "eps", minimum=0.0, maximum=0.5, strict_minimum=True)
+    dtype = check_float_dtype(dtype)
+    from scipy.special import ndtr
+
+    u = eps + (1 - 2 * eps) * np.arange(n_buckets + 1, dtype=np.float64) / n_buckets
+    lo = np.full_like(u, ndtri(u.min()) * s.max())
+    hi = np.full_like(u, ndtri(u.max()) * s.max())
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        below = ndtr(mid[:, None] / s[None, :]).mean(1) < u
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        if np.all(hi - lo <= 1e-12 * np.maximum(1.0, np.abs(mid))):
+            break
+    return jnp.asarray(0.5 * (lo + hi), dtype)
+
+
+def central_coverage(cdf_values, level) -> jax.Array:
+    """Whether y lies in the central ``level`` interval of its predictive, from u = F(y):
+    |u - 1/2| <= level / 2 (elementwise, float 0/1). For a calibrated predictive u is uniform
+    and the mean is ``level``."""
+    level = check_real(level, "level", minimum=0.0, maximum=1.0)
+    u = check_array(cdf_values, "cdf_values", kind="float")
+    return (jnp.abs(u - 0.5) <= 0.5 * level).astype(u.dtype)
 
 
 def check_logits_and_borders(logits, borders) -> tuple[jax.Array, jax.Array]:

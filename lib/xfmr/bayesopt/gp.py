@@ -184,15 +184,28 @@ def _positive_definite(result, noise, jitter=0.0):
     return result
 
 
-def posterior(X, y, X_star, *, lengthscale, outputscale, noise) -> tuple[jax.Array, jax.Array]:
-    """Posterior mean and latent variance at X_star (m, d) given X (n, d), y (n,).
+def posterior(
+    X, y, X_star, *, lengthscale, outputscale, noise
+) -> tuple[jax.Array, jax.Array]:
+    """Posterior mean and latent variance at X_star (m, d) given X (n,
+    d), y (n,).
 
-    Returns ``(mean, variance)``, each of shape (m,); ``variance`` is that of f(X_star), without
-    the observation noise, clipped at 0 against rounding. :func:`masked_posterior` with every
-    row observed.
+    Returns ``(mean, variance)``, each of shape (m,); ``variance`` is
+    that of f(X_star), without the observation noise, clipped at 0
+    against rounding. :func:`masked_posterior` with every row observed.
     """
-    X, y, X_star, full = _checked(X, y, X_star, lengthscale, outputscale, noise)
-    result = masked_posterior(X, y, full, X_star, lengthscale=lengthscale, outputscale=outputscale, noise=noise)
+    X, y, X_star, full = _checked(
+        X, y, X_star, lengthscale, outputscale, noise
+    )
+    result = masked_posterior(
+        X,
+        y,
+        full,
+        X_star,
+        lengthscale=lengthscale,
+        outputscale=outputscale,
+        noise=noise,
+    )
     return _positive_definite(result, noise)
 
 

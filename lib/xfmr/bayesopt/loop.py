@@ -24,12 +24,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from xfmr.bayesopt import acquisition, gp
 from xfmr.bayesopt.pfn_model import Datasets, forward
 from xfmr.core.validate import check_int
 
-__all__ = ["BayesOptRun", "run_bayesopt", "random_policy", "gp_ei_policy", "pfn_ei_policy", "masked_standardize"]
+__all__ = ["BayesOptRun", "run_bayesopt", "random_policy", "gp_ei_policy", "pfn_ei_policy", "masked_standardize",
+           "final_regret_rows"]
 
 
 def masked_standardize(y, mask):
@@ -54,21 +56,39 @@ def random_policy():
     return policy, None
 
 
-def gp_ei_policy(*, hyper: gp.GPParams | None = None, n_restarts: int = 4, n_steps: int = 60,
-                 standardize: bool = True):
-    """GP log-EI. ``hyper`` fixed (the true hyperparameters) or ``None``: type-II ML refit
-    (:func:`xfmr.bayesopt.gp.fit_hyperparameters`) every step, warm-started at the previous fit
-    plus ``n_restarts - 1`` random starts. The state is the current :class:`~xfmr.bayesopt.gp.GPParams`."""
+def gp_ei_policy(
+    *,
+    hyper: gp.GPParams | None = None,
+    n_restarts: int = 4,
+    n_steps: int = 60,
+    standardize: bool = True,
+):
+    """GP log-EI. ``hyper`` fixed (the true hyperparameters) or
+    ``None``: type-II ML refit
+    (:func:`xfmr.bayesopt.gp.fit_hyperparameters`) every step,
+    warm-started at the previous fit plus ``n_restarts - 1`` random
+    starts. The state is the current
+    :class:`~xfmr.bayesopt.gp.GPParams`."""
     init = gp.GPParams(0.2, 1.0, 1e-3) if hyper is None else hyper
 
     def policy(X, y, mask, C, key, state):
         z = masked_standardize(y, mask)[0] if standardize else y * mask
         if hyper is None:
-            h = gp.fit_hyperparameters(X, z, mask, key, n_restarts=n_restarts, n_steps=n_steps, init=state).params
+            h = gp.fit_hyperparameters(
+                X,
+                z,
+                mask,
+                key,
+                n_restarts=n_restarts,
+                n_steps=n_steps,
+                init=state,
+            ).params
         else:
             h = gp.GPParams(*(jnp.asarray(v, X.dtype) for v in hyper))
         mean, var = gp.masked_posterior(X, z, mask, C, **h._asdict())
-        return acquisition.log_expected_improvement(mean, jnp.sqrt(var), _incumbent(z, mask)), h
+        return acquisition.log_expected_improvement(
+            mean, jnp.sqrt(var), _incumbent(z, mask)
+        ), h
 
     return policy, gp.GPParams(*(jnp.asarray(v) for v in init))
 
@@ -132,3 +152,33 @@ def run_bayesopt(problem: Callable, policy_and_state, key, *, n_init: int, n_ite
     carry0 = (X, y, mask, state0, jnp.zeros((), jnp.int32))
     (_, _, _, _, n_invalid), best = jax.lax.scan(step, carry0, jnp.arange(n_iter))
     return BayesOptRun(jnp.concatenate([best0, best]), n_invalid)
+
+
+def final_regret_rows(results: dict) -> list[dict]:
+    """One row per ``(problem, method)``: the final simple regret's median
+    and quartiles over seeds, as printed strings (``.2e``).
+
+    Args:
+        results: ``{(problem, method): regret (n_seeds, T)}``; the last
+            column is the final simple regret.
+
+    Returns:
+        ``[{"problem", "method", "median", "quartiles"}]`` in the order
+        of ``results`` (for ``pandas.DataFrame(...).set_index``).
+    """
+    rows = []
+    for (problem, method), r in results.items():
+        r = np.asarray(r)
+        if r.ndim != 2 or r.shape[0] < 1:
+            raise ValueError(
+                f"results[{problem!r}, {method!r}] must be (n_seeds, T), "
+                f"got shape {r.shape}"
+            )
+        q25, q50, q75 = np.percentile(r[:, -1], [25, 50, 75])
+        rows.append({
+            "problem": problem,
+            "method": method,
+            "median": f"{q50:.2e}",
+            "quartiles": f"[{q25:.2e}, {q75:.2e}]",
+        })
+    return rows

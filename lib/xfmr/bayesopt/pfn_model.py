@@ -129,32 +129,51 @@ def _attend_keys_and_self(p: dict, z: jax.Array, n_heads: int, allowed: jax.Arra
     return dense(out.reshape(*lead, N, d), p["W_O"], p["b_O"])
 
 
-def forward(params: dict, data: Datasets, config: PFNConfig, *, n_keys: int | None = None) -> jax.Array:
-    """Bucket logits ``(..., N, B)`` at every point of the datasets ``data`` (a :class:`Datasets`).
+def forward(
+    params: dict,
+    data: Datasets,
+    config: PFNConfig,
+    *,
+    n_keys: int | None = None,
+) -> jax.Array:
+    """Bucket logits ``(..., N, B)`` at every point of the datasets
+    ``data`` (a :class:`Datasets`).
 
-    Rows at context points are not predictions. Traceable; no argument checks (see
-    :func:`predictive_logits`).
+    Rows at context points are not predictions. Traceable; no argument
+    checks (see :func:`predictive_logits`).
 
-    ``n_keys`` (static, optional): a bound n_ctx <= n_keys known at trace time. Then only the
-    first n_keys tokens can be attended to (besides each token itself), and each layer computes
-    an (N, n_keys + 1) score matrix instead of (N, N): the same outputs up to rounding,
-    O(N n_keys) instead of O(N^2) attention work. ``None``: the full (N, N) masked attention of
-    :func:`xfmr.core.nn.multi_head_attention`.
+    ``n_keys`` (static, optional): a bound n_ctx <= n_keys known at
+    trace time. Then only the first n_keys tokens can be attended to
+    (besides each token itself), and each layer computes an (N, n_keys +
+    1) score matrix instead of (N, N): the same outputs up to rounding,
+    O(N n_keys) instead of O(N^2) attention work. ``None``: the full (N,
+    N) masked attention of :func:`xfmr.core.nn.multi_head_attention`.
     """
     x, y, n_ctx = data
     E = params["embed"]
     N = x.shape[-2]
     idx = jnp.arange(N)
     is_ctx = (idx < n_ctx).astype(x.dtype)
-    h = dense(x, E["W_x"], E["b_x"]) + is_ctx[:, None] * dense(y[..., None], E["W_y"], E["b_y"])
+    h = dense(x, E["W_x"], E["b_x"]) + is_ctx[:, None] * dense(
+        y[..., None], E["W_y"], E["b_y"]
+    )
     S = N if n_keys is None else min(int(n_keys), N)
-    allowed = (idx[None, :S] < n_ctx) | (idx[:, None] == idx[None, :S])   # (N, S)
+    allowed = (idx[None, :S] < n_ctx) | (
+        idx[:, None] == idx[None, :S]
+    )  # (N, S)
     for block in params["blocks"]:
         z = layer_norm(h, block["ln1"])
         if S == N:
-            h = h + multi_head_attention(block["attn"], z, config.n_heads, mask=allowed)[0]
+            h = (
+                h
+                + multi_head_attention(
+                    block["attn"], z, config.n_heads, mask=allowed
+                )[0]
+            )
         else:
-            h = h + _attend_keys_and_self(block["attn"], z, config.n_heads, allowed)
+            h = h + _attend_keys_and_self(
+                block["attn"], z, config.n_heads, allowed
+            )
         h = h + _gelu_mlp(block["mlp"], layer_norm(h, block["ln2"]))
     return _gelu_mlp(params["decoder"], layer_norm(h, params["ln_f"]))
 

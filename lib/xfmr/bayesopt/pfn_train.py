@@ -39,13 +39,23 @@ from xfmr.core.train_cache import cached_arrays
 __all__ = ["query_nll", "fit_pfn", "fit_pfn_on_hyperprior", "TrainedPFN", "trained_hyperprior_pfn"]
 
 
-def query_nll(config: PFNConfig, borders) -> Callable[[Any, Datasets], jax.Array]:
-    """``loss(params, batch)``: the mean bar-distribution NLL (:func:`xfmr.bayesopt.bar.log_density`)
-    over the query points (index >= n_ctx) of a batch of :class:`~xfmr.bayesopt.pfn_model.Datasets`."""
+def query_nll(
+    config: PFNConfig, borders
+) -> Callable[[Any, Datasets], jax.Array]:
+    """``loss(params, batch)``: the mean bar-distribution NLL
+    (:func:`xfmr.bayesopt.bar.log_density`) over the query points
+    (index >= n_ctx) of a batch of
+    :class:`~xfmr.bayesopt.pfn_model.Datasets`."""
+
     def loss(params, batch: Datasets):
-        logp = bar.log_density(forward(params, batch, config), borders, batch.y)
-        w = (jnp.arange(batch.x.shape[-2]) >= batch.n_ctx).astype(logp.dtype)
+        logp = bar.log_density(
+            forward(params, batch, config), borders, batch.y
+        )
+        w = (jnp.arange(batch.x.shape[-2]) >= batch.n_ctx).astype(
+            logp.dtype
+        )
         return -jnp.sum(logp * w) / (batch.x.shape[0] * jnp.sum(w))
+
     return loss
 
 
