@@ -114,15 +114,27 @@ def _block(p: dict, h: jax.Array, n_heads: int) -> jax.Array:
 
 def _forward(params: dict, X: jax.Array, config: Config) -> jax.Array:
     """``X (..., n, d)`` -> logits ``(..., d, d)``."""
-    h = _mlp(params["embed"], X[..., None])                                      # (..., n, d, D)
+    h = _mlp(params["embed"], X[..., None])  # (..., n, d, D)
     for layer in params["layers"]:
-        h = _block(layer["variables"], h, config.n_heads)                        # across variables
-        h = jnp.swapaxes(_block(layer["samples"], jnp.swapaxes(h, -3, -2), config.n_heads), -3, -2)  # across samples
+        # attention across variables, then across samples
+        h = _block(layer["variables"], h, config.n_heads)
+        h = jnp.swapaxes(
+            _block(
+                layer["samples"],
+                jnp.swapaxes(h, -3, -2),
+                config.n_heads,
+            ),
+            -3,
+            -2,
+        )
     h = layer_norm(h, params["ln_out"])
-    z = h.max(-3) if config.pool == "max" else h.mean(-3)                        # (..., d, D)
+    z = h.max(-3) if config.pool == "max" else h.mean(-3)  # (..., d, D)
     e = params["edges"]
     u, v = dense(z, e["W_U"], e["b_U"]), dense(z, e["W_V"], e["b_V"])
-    return u @ jnp.swapaxes(v, -1, -2) / np.sqrt(z.shape[-1]) + params["bias"]
+    return (
+        u @ jnp.swapaxes(v, -1, -2) / np.sqrt(z.shape[-1])
+        + params["bias"]
+    )
 
 
 _jit_forward = jax.jit(_forward, static_argnames="config")

@@ -25,13 +25,21 @@ from xfmr.core.validate import check_choice, check_instance, check_int, check_re
 __all__ = ["edge_bce_loss", "train_per_kind"]
 
 
-def edge_bce_loss(params: dict, batch: tuple, config: amortised.Config) -> jax.Array:
-    """Mean binary cross-entropy over the off-diagonal edges of a batch ``(Xs (B, n, d), As (B, d, d))``."""
+def edge_bce_loss(
+    params: dict, batch: tuple, config: amortised.Config
+) -> jax.Array:
+    """Mean binary cross-entropy over the off-diagonal edges of a batch
+    ``(Xs (B, n, d), As (B, d, d))``."""
     Xs, As = batch
     logits = amortised.forward(params, Xs, config)
     d = As.shape[-1]
     off = 1.0 - jnp.eye(d, dtype=logits.dtype)
-    return ((optax.sigmoid_binary_cross_entropy(logits, As) * off).sum((-2, -1)) / (d * (d - 1))).mean()
+    return (
+        (optax.sigmoid_binary_cross_entropy(logits, As) * off).sum(
+            (-2, -1)
+        )
+        / (d * (d - 1))
+    ).mean()
 
 
 def train_per_kind(key: jax.Array, config: amortised.Config, kinds: tuple[str, ...], *, n_steps: int,

@@ -244,21 +244,25 @@ def weighted_graphs(key: jax.Array, family: str, d: int, count: int, low: float 
 
 
 def rooting(A, root: int) -> np.ndarray:
-    """The tree ``A`` (its skeleton ``A + A^T``) oriented away from ``root``, breadth first.
+    """The tree ``A`` (its skeleton ``A + A^T``) oriented away from
+    ``root``, breadth first.
 
-    A rooting has no collider, so the rootings of one tree are Markov equivalent; every node
-    but ``root`` gets exactly one parent, its neighbour on the path to ``root``.
+    A rooting has no collider, so the rootings of one tree are Markov
+    equivalent; every node but ``root`` gets exactly one parent, its
+    neighbour on the path to ``root``.
 
     Args:
-        A: ``(d, d)`` adjacency whose skeleton is a tree (any edge directions).
+        A: ``(d, d)`` adjacency whose skeleton is a tree (any edge
+        directions).
         root: the node the edges point away from, in ``[0, d)``.
 
     Returns:
         ``(d, d)`` boolean adjacency, ``[i, j]`` for ``i -> j``.
 
     Raises:
-        ValueError: ``A`` not square, ``root`` out of range, or the skeleton not a tree
-            (a cycle, or a node not reached from ``root``).
+        ValueError: ``A`` not square, ``root`` out of range, or the
+            skeleton not a tree (a cycle, or a node not reached from
+            ``root``).
     """
     U = np.asarray(A)
     check_shape(U, "A", (None, None))
@@ -266,7 +270,10 @@ def rooting(A, root: int) -> np.ndarray:
     root = check_int(root, "root", minimum=0, maximum=U.shape[0] - 1)
     U = U | U.T
     if U.sum() // 2 != U.shape[0] - 1:
-        raise ValueError(f"A must be a tree on its {U.shape[0]} nodes ({U.shape[0] - 1} edges), got {U.sum() // 2} edges")
+        raise ValueError(
+            f"A must be a tree on its {U.shape[0]} nodes "
+            f"({U.shape[0] - 1} edges), got {U.sum() // 2} edges"
+        )
     B, seen, frontier = np.zeros_like(U), {root}, [root]
     while frontier:
         nxt = []
@@ -278,5 +285,9 @@ def rooting(A, root: int) -> np.ndarray:
                     nxt.append(int(j))
         frontier = nxt
     if len(seen) < U.shape[0]:
-        raise ValueError(f"A must be a tree: nodes {sorted(set(range(U.shape[0])) - seen)} are not connected to {root}")
+        raise ValueError(
+            "A must be a tree: nodes "
+            f"{sorted(set(range(U.shape[0])) - seen)} "
+            f"are not connected to {root}"
+        )
     return B

@@ -23,7 +23,6 @@ so one key gives the three kinds of data from the *same* noise (paired compariso
 
 from __future__ import annotations
 
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -74,11 +73,18 @@ def _check_noise(noise_variance, d: int, dtype) -> jnp.ndarray:
 
 
 @jax.jit
-def _iscm_recursion(parents: jnp.ndarray, pw: jnp.ndarray, s2: jnp.ndarray, order: jnp.ndarray):
-    """Scales s (d,) and correlation matrix C (d, d) of the iSCM, by the recursion over the order.
+def _iscm_recursion(
+    parents: jnp.ndarray,
+    pw: jnp.ndarray,
+    s2: jnp.ndarray,
+    order: jnp.ndarray,
+):
+    """Scales s (d,) and correlation matrix C (d, d) of the iSCM, by the
+    recursion over the order.
 
-    ``parents (d, K)`` lists each node's parents padded with index 0 and weight ``pw`` 0, so a
-    step costs O(d K) instead of a full (d, d) matrix-vector product.
+    ``parents (d, K)`` lists each node's parents padded with index 0 and
+    weight ``pw`` 0, so a step costs O(d K) instead of a full (d, d)
+    matrix-vector product.
     """
     d = s2.shape[0]
 
@@ -86,7 +92,8 @@ def _iscm_recursion(parents: jnp.ndarray, pw: jnp.ndarray, s2: jnp.ndarray, orde
         C, s = carry
         j = order[t]
         p, w = parents[j], pw[j]
-        v = C[:, p] @ w                  # cov(x_k, w^T x_pa) for every processed k; 0 for later ones
+        # cov(x_k, w^T x_pa) for every processed k; 0 for later ones
+        v = C[:, p] @ w
         sj2 = w @ v[p] + s2[j]
         c = (v / jnp.sqrt(sj2)).at[j].set(1.0)
         C = C.at[:, j].set(c).at[j, :].set(c)
@@ -291,19 +298,23 @@ def sample_in_order(key: jax.Array, W, order, n: int, kind: str = "scm", noise_v
 
 
 def implied_weights(R, A, kind: str = "iscm") -> jnp.ndarray:
-    r"""The weights that a graph ``A`` needs to produce the correlation matrix ``R`` (unit noise).
+    r"""The weights that a graph ``A`` needs to produce the correlation
+    matrix ``R`` (unit noise).
 
-    The inverse of :func:`population_covariance` for a given graph: for every node ``j`` in
-    topological order with parents ``P``,
+    The inverse of :func:`population_covariance` for a given graph: for
+    every node ``j`` in topological order with parents ``P``,
 
-    - ``"iscm"``: the parents are standardized, so :math:`\tilde w = R_{PP}^{-1} R_{Pj}` and
-      :math:`w = \tilde w / \sqrt{1 - \tilde w^\top R_{PP} \tilde w}`;
-    - ``"standardized"``: the raw SCM has covariance :math:`D R D` with unknown scales; the root
-      scales are 1, :math:`u = \Sigma_{PP}^{-1} D_P R_{Pj}`, :math:`d_j^2 = 1 / (1 - u^\top
-      \Sigma_{PP} u)` and :math:`w = u\, d_j`.
+    - ``"iscm"``: the parents are standardized, so :math:`\tilde w =
+      R_{PP}^{-1} R_{Pj}` and :math:`w = \tilde w / \sqrt{1 - \tilde
+      w^\top R_{PP} \tilde w}`;
+    - ``"standardized"``: the raw SCM has covariance :math:`D R D` with
+      unknown scales; the root scales are 1, :math:`u = \Sigma_{PP}^{-1}
+      D_P R_{Pj}`, :math:`d_j^2 = 1 / (1 - u^\top \Sigma_{PP} u)` and
+      :math:`w = u\, d_j`.
 
-    If ``R`` is the population correlation of that kind of model on ``A`` with unit noise, this
-    returns its weights exactly; for another graph, the weights that graph would need.
+    If ``R`` is the population correlation of that kind of model on
+    ``A`` with unit noise, this returns its weights exactly; for another
+    graph, the weights that graph would need.
 
     Args:
         R: ``(d, d)`` correlation matrix.

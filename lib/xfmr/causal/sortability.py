@@ -69,8 +69,10 @@ def _path_counts(W: jnp.ndarray) -> jnp.ndarray:
 @jax.jit
 def _alignment(W, scores, tol):
     N = _path_counts(W)
-    diff = scores[None, :] - scores[:, None]          # s_j - s_i
-    hit = 0.5 * (diff >= -tol).astype(scores.dtype) + 0.5 * (diff > tol).astype(scores.dtype)
+    diff = scores[None, :] - scores[:, None]  # s_j - s_i
+    hit = 0.5 * (diff >= -tol).astype(scores.dtype) + 0.5 * (
+        diff > tol
+    ).astype(scores.dtype)
     N = N.astype(hit.dtype)
     return jnp.sum(N * hit) / jnp.sum(N)
 
