@@ -30,7 +30,7 @@ BOOK_ENVIRONMENT := $(shell PYTHONPATH=$(CURDIR)/lib $(or $(PYTHON),python3) -m 
 $(if $(BOOK_ENVIRONMENT),,$(warning no Python ran lib/bookkit/environment.py: the book's process settings are not set))
 $(foreach setting,$(BOOK_ENVIRONMENT),$(eval export $(setting)))
 
-.PHONY: help setup execute html book test unit nbval browser site-checked bench record-paper record-optimisers record-khop check-newest-python lab pdf peers-setup peers bench-peers clean
+.PHONY: help setup execute html book test unit format format-check nbval browser site-checked bench record-paper record-optimisers record-khop record-bayesopt record-causal check-newest-python lab pdf peers-setup peers bench-peers clean
 
 help:
 	@echo "make book                 set up, execute every page (default profile), render _build/html"
@@ -40,9 +40,12 @@ help:
 	@echo "make record-paper         run Part I's experiments at the paper's sizes, record their runtimes and results"
 	@echo "make record-optimisers    run Part I's optimiser pages at the paper's sizes (hours), record their results"
 	@echo "make record-khop          train Part III's models at k <= 8, n = 100 (hours), record their errors"
-	@echo "make peers                (optional) PyTorch + curvlinops environment .venv-peers, cross-framework tests"
+	@echo "make record-bayesopt      train Part IV's PFNs in d = 1..5, 3 seeds each (about 1.5 h), record their KLs"
+	@echo "make record-causal        run Part VI's structure-learning benchmark on its whole grid, record it"
+	@echo "make peers                (optional) PyTorch + curvlinops + BoTorch environment .venv-peers, cross-framework tests"
 	@echo "make bench-peers          (optional) the growth-rate unit timed with PyTorch + curvlinops and with ours"
 	@echo "make pdf                  the whole book as one PDF (_build/pdf/book.pdf), checked"
+	@echo "make format               format every page's code cells (ruff, 72 columns, through jupytext)"
 	@echo "make lab                  JupyterLab on the repository: open any page (.md) as a notebook and run it"
 
 # setup: pick the interpreter, (re)create .venv when it is missing or was made by another
@@ -72,11 +75,23 @@ execute: setup
 html: setup
 	$(PY) -m bookkit.book.render --notebooks $(NB_DIR) --site-root $(SITE_ROOT)
 
+# The built pages in Chromium at 1280 x 900: MathJax, and no code block, output or display
+# equation wider than its box (the layout part of `make browser`; about half a minute).
 book: execute html
+	$(PY) -m bookkit.book.browser_check --site $(HTML_DIR) --layout-only
 	@echo "book: $(HTML_DIR)/index.html"
 
 unit: setup
 	$(PY) -m pytest tests -q -n 2
+
+# Every code cell of every page is what `ruff format --line-length 72` makes of it (through
+# jupytext), and no code line a page shows is over 72 characters (bookkit.book.format_check).
+format-check: setup
+	$(PY) -m bookkit.book.format_check
+
+# Apply the formatter to every page it would change (jupytext --pipe, ruff format, 72 columns).
+format: setup
+	$(PY) -m bookkit.book.format_check --fix
 
 nbval: setup
 	MPLBACKEND=module://matplotlib_inline.backend_inline $(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
@@ -90,6 +105,7 @@ browser: setup
 # printed whole when it ends (--output-sync).
 test: PROFILE := ci
 test: setup
+	$(MAKE) --no-print-directory format-check
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory execute PROFILE=ci
 	$(MAKE) --no-print-directory -j2 --output-sync=target nbval site-checked PROFILE=ci
@@ -124,6 +140,22 @@ record-optimisers: setup
 record-khop: setup
 	$(PY) -m bookkit.book.execute --profile khop-large --out _build/nb/khop-large \
 		--page book/khop/training.md --keep-results book/_data/recorded
+
+# Part IV's dimensions page with its own profile bayesopt-dims (book/profiles.yml): page 3's
+# PFN trained per input dimension d = 1..5 from 3 seeds, about 5 minutes each on 2 cores (d = 3:
+# about 10), about 1.5 CPU hours in all. Its KLs are kept, with the date, in
+# book/_data/recorded/bayesopt-dims/dimensions.json, which the page shows and decides.
+record-bayesopt: setup
+	$(PY) -m bookkit.book.execute --profile bayesopt-dims --out _build/nb/bayesopt-dims \
+		--page book/bayesopt/dimensions.md --keep-results book/_data/recorded
+
+# Part VI's structure-learning benchmark on the whole grid (the page's profile causal-grid:
+# ER-2 and scale-free graphs both ways, d in {10, 20, 50}, 10 graphs per cell; about half an
+# hour). Its results are kept, with the date, in book/_data/recorded/causal-grid/benchmarks.json,
+# which the page shows, only if the page's assertions all hold.
+record-causal: setup
+	$(PY) -m bookkit.book.execute --profile causal-grid --out _build/nb/causal-grid \
+		--page book/causal/benchmarks.md --keep-results book/_data/recorded
 
 # A second environment made with the newest supported Python on the machine (.ci/run calls it;
 # PYTHON=... picks another interpreter): every pin installed, a representative subset of the

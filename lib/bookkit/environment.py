@@ -23,6 +23,11 @@ on the machine or on the process that runs it:
 - ``PYTHONHASHSEED=0``: set and dict iteration orders of strings are the same in every kernel.
 - ``TQDM_DISABLE=1``: no progress bars in batch runs (they would land in the executed pages).
 - ``PYDEVD_DISABLE_FILE_VALIDATION=1``: no debugger warning in the kernels' outputs.
+- ``TF_CPP_MIN_LOG_LEVEL=3``: XLA's C++ log lines below FATAL stay out of the pages' outputs.
+  The one seen in practice is the "slow operation alarm", printed when constant folding a
+  program takes over a second of wall time: whether it appears depends on the machine's
+  load, not on the result (``cross_entropy/conditionals`` on a busy 2-core machine).
+  Python exceptions are unaffected.
 - ``JAX_COMPILATION_CACHE_DIR`` (``_build/jax-cache`` of the repository) and
   ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0``: JAX's persistent compilation cache. nbval
   re-executes the pages that the executor has just run, and the unit tests, pages and profiles
@@ -49,6 +54,7 @@ SETTINGS = {
     "PYTHONHASHSEED": "0",
     "TQDM_DISABLE": "1",
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
 }
 

@@ -245,6 +245,43 @@ def describe_recorded(page: str, keys: dict[str, str], live: dict[str, float] | 
     return "\n".join(lines)
 
 
+def recorded_table(page: str, keys: dict[str, str], live: dict[str, float] | None = None,
+                   profile: str = "paper", data_dir: Path | str | None = None, fmt: str = "{:+.2f}",
+                   maker: str = "make record-paper"):
+    """:func:`describe_recorded` as a table (a pandas DataFrame, one row per key, indexed by its
+    label): the recorded value, its seed sd where recorded, and this run's value, each formatted
+    with ``fmt`` as there. Without a recording it prints the same sentence and returns None."""
+    import pandas as pd
+
+    run = recorded(page, profile, data_dir)
+    if run is None:
+        print(f"No {profile}-profile run of this page has been recorded yet ({maker} keeps one).")
+        return None
+    rows = {}
+    for key, label in keys.items():
+        entry = run["results"].get(key)
+        value = entry["value"] if entry is not None else None
+        rows[label] = {
+            f"{profile} ({run['date']})": "not recorded" if entry is None else (
+                ", ".join(fmt.format(v) for v in value) if isinstance(value, list) else fmt.format(value)),
+            "seed sd": f"{entry['spread']:.3f}" if entry is not None and "spread" in entry else "",
+            "this run": "" if live is None or key not in live else fmt.format(live[key]),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    return table.loc[:, (table != "").any()]
+
+
+def show_recorded_table(*args: Any, **kwargs: Any) -> None:
+    """Display :func:`recorded_table` whole (every row, however many)."""
+    import pandas as pd
+    from IPython.display import display
+
+    table = recorded_table(*args, **kwargs)
+    if table is not None:
+        with pd.option_context("display.max_rows", None):
+            display(table)
+
+
 def describe_recorded_summary(page: str, summary: dict[str, tuple[Any, str]], **kwargs: Any) -> str:
     """:func:`describe_recorded` for a page's ``summary``: ``key -> (per-seed values, label)``,
     this run's value being the mean over its seeds. ``kwargs`` go to :func:`describe_recorded`."""
@@ -252,6 +289,15 @@ def describe_recorded_summary(page: str, summary: dict[str, tuple[Any, str]], **
 
     return describe_recorded(page, {k: label for k, (_, label) in summary.items()},
                              {k: float(np.mean(v)) for k, (v, _) in summary.items()}, **kwargs)
+
+
+def show_recorded_summary(page: str, summary: dict[str, tuple[Any, str]], **kwargs: Any) -> None:
+    """:func:`describe_recorded_summary` as a table (:func:`show_recorded_table`): one row per
+    key of ``summary``, with the recorded value, its seed sd and this run's mean over seeds."""
+    import numpy as np
+
+    show_recorded_table(page, {k: label for k, (_, label) in summary.items()},
+                        {k: float(np.mean(v)) for k, (v, _) in summary.items()}, **kwargs)
 
 
 def _format(entry: dict, fmt: str) -> str:

@@ -94,7 +94,8 @@ def test_a_folder_s_pages_come_from_the_toc_in_reading_order():
     pages = toc.toc_pages(ROOT / "_toc.yml")
     assert toc.pages_under(pages, "book/optimisers") == [
         "book/optimisers/block_spectra", "book/optimisers/training_curvature",
-        "book/optimisers/heterogeneity_test", "book/optimisers/temperature"]
+        "book/optimisers/heterogeneity_test", "book/optimisers/block_rates",
+        "book/optimisers/temperature", "book/optimisers/warmup"]
     assert toc.pages_under(pages, "book/experiments/") == toc.pages_under(pages, "book/experiments")
     assert toc.pages_under(pages, "book/exp") == []  # a folder, not a prefix of a name
 
@@ -246,3 +247,39 @@ def test_a_shown_figure_without_png_is_reported():
         nbformat.v4.new_code_cell("x = 1"),
     ]
     assert execute.cells_missing_figures(nb) == [0]
+
+
+LAYOUT_PAGE = """<html><head><style>pre {{ width: 300px; overflow: auto; font: 14px monospace; }}
+div.math {{ width: 200px; overflow: auto; }}</style></head><body><article class="bd-article">
+<div class="cell_input"><pre>{CODE}</pre></div>
+<div class="cell_output"><div class="output stream"><pre>{OUT}</pre></div></div>
+<div class="cell_output"><div class="output text_html" style="width: 300px; overflow: auto">{TABLE}</div></div>
+<div class="math"><span style="display: inline-block; width: {EQ}px">x</span></div>
+</article></body></html>"""
+
+
+@pytest.mark.skipif(browser_check.chromium_path() is None, reason="headless Chromium is not installed")
+@pytest.mark.parametrize(
+    "code, out, columns, eq, expected",
+    [
+        ("x = 1", "1", 2, 100, []),
+        ("x = 1\ny = '" + "z" * 60 + "'", "1", 2, 100, ["code"]),
+        ("x = 1", "a " * 60, 2, 100, ["output"]),
+        ("x = 1", "1", 40, 100, ["output"]),
+        ("x = 1", "1", 2, 400, ["equation"]),
+    ],
+)
+def test_browser_check_finds_blocks_wider_than_their_box(tmp_path, code, out, columns, eq, expected):
+    site = tmp_path / "site"
+    site.mkdir()
+    table = "<table><tr>" + "".join(f"<th>column{i}</th>" for i in range(columns)) + "</tr></table>"
+    (site / "index.html").write_text(LAYOUT_PAGE.format(CODE=code, OUT=out, TABLE=table, EQ=eq))
+    layout = {}
+    problems = browser_check.check_site(site, None, layout, layout_only=True)
+    assert [p.split(" of ")[1].split()[1] for p in problems if "wider than their box" in p] == expected
+    if "code" in expected:
+        wide = next(p for p in problems if "code blocks wider" in p)
+        assert "the first: \"y = 'zzz" in wide  # the first line that does not fit
+    code_box = next(b for b in layout["index.html"] if b["kind"] == "code")
+    assert code_box["chars"] < browser_check.LINE_LENGTH  # a 300 px box: fewer than 72 characters
+    assert any("a code cell's box shows" in p for p in problems)

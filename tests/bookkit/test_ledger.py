@@ -149,8 +149,8 @@ def test_the_ledger_is_well_formed_and_every_recorded_verdict_has_its_row():
         page = row["id"].split(".")[0]
         assert page in pages, row["id"]
         text = (ROOT / f"{pages[page]}.md").read_text()
-        if row["verdict"] != "not attempted":  # the page names it (record's argument, or a loop's) or builds it
-            assert "record(" in text and (f'"{row["id"]}"' in text or f'record(f"{page}.' in text), row["id"]
+        if row["verdict"] != "not attempted":  # the page names it (record's argument, or a loop's) or builds it (an f-string)
+            assert "record(" in text and (f'"{row["id"]}"' in text or f'f"{page}.' in text), row["id"]
         if "section" in row:
             assert f"({row['section']})=" in text, (row["id"], row["section"])
     # coverage, read from the pages' source: a page that records a verdict by name has a row for it

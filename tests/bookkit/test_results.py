@@ -87,7 +87,7 @@ def test_record_seeds_keeps_the_mean_and_the_spread_over_seeds(tmp_path):
             results.record_seeds("page.bad", bad, tmp_path)
 
 
-def test_recorded_runs(tmp_path):
+def test_recorded_runs(tmp_path, monkeypatch):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "depth.json").write_text('{"worst": {"value": 0.12, "spread": 0.03}}')
     kept = results.keep_results(tmp_path / "results", tmp_path / "rec", "ci",
@@ -103,6 +103,13 @@ def test_recorded_runs(tmp_path):
     # a page's summary: key -> (per-seed values, label); this run's value is the seeds' mean
     summary = {"worst": ([0.05, 0.15], "worst slope")}
     assert results.describe_recorded_summary("depth", summary, profile="ci", data_dir=tmp_path / "rec") == text
+    # the same as a table: recorded value, seed sd and this run's mean, one row per key
+    table = results.recorded_table("depth", {"worst": "worst slope"}, {"worst": 0.1}, "ci", tmp_path / "rec")
+    assert table.loc["worst slope"].tolist() == ["+0.12", "0.030", "+0.10"]
+    shown = []
+    monkeypatch.setattr(results, "show_recorded_table", lambda *a, **k: shown.append(results.recorded_table(*a, **k)))
+    results.show_recorded_summary("depth", summary, profile="ci", data_dir=tmp_path / "rec")
+    assert shown[0].equals(table)
 
 
 def test_claims_page_runs_after_every_page_and_before_the_statistics():
@@ -204,3 +211,34 @@ def test_recorded_figures_are_kept_in_page_order_and_shown(tmp_path, capsys):
     assert "paper profile, run on 2026-12-03: figure 2 of 2 of this page" in capsys.readouterr().out
     results.show_recorded_figures("other", "paper", tmp_path / "rec")
     assert "No figures" in capsys.readouterr().out
+
+
+def test_recorded_table_holds_the_numbers_of_describe_recorded(tmp_path, capsys):
+    run = {"date": "2026-01-02", "results": {"worst": {"value": 0.123, "spread": 0.01}, "list": {"value": [1, 2]}}}
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper" / "depth.json").write_text(json.dumps(run))
+    keys = {"worst": "worst slope", "list": "two values", "missing": "absent"}
+    table = results.recorded_table("depth", keys, {"worst": 0.1}, data_dir=tmp_path, fmt="{:+.3f}")
+    assert list(table.index) == ["worst slope", "two values", "absent"]
+    assert table.loc["worst slope"].tolist() == ["+0.123", "0.010", "+0.100"]
+    assert table.loc["two values", "paper (2026-01-02)"] == "+1.000, +2.000"
+    assert table.loc["absent", "paper (2026-01-02)"] == "not recorded"
+    text = results.describe_recorded("depth", keys, {"worst": 0.1}, data_dir=tmp_path, fmt="{:+.3f}")
+    assert "+0.123 (seed sd 0.010)   (this run: +0.100)" in text
+    assert results.recorded_table("depth", keys, data_dir=tmp_path / "none") is None
+    assert "No paper-profile run" in capsys.readouterr().out
+
+
+def test_show_recorded_table_displays_every_row(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+    from IPython import display as ipd
+
+    keys = {f"k{i}": f"row {i}" for i in range(80)}
+    run = {"date": "2026-01-02", "results": {k: {"value": 1.0} for k in keys}}
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper" / "depth.json").write_text(json.dumps(run))
+    shown = []
+    monkeypatch.setattr(ipd, "display", lambda t: shown.append(t.to_string()
+                                                               if pd.get_option("display.max_rows") is None else "cut"))
+    results.show_recorded_table("depth", keys, data_dir=tmp_path)
+    assert len(shown) == 1 and "row 79" in shown[0]

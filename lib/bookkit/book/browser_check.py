@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,8 @@ CHROMIUM_ARGS = [
 ]
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
 SKIP_PAGES = {"genindex.html", "search.html"}
+# The longest line of a code cell (bookkit.book.format_check); the code column must show it.
+LINE_LENGTH = 72
 # The page whose downloads are checked, and a search query whose results must include a page
 # of the same part.
 DOWNLOAD_PAGE = "book/khop/task.html"
@@ -60,6 +63,81 @@ async () => {
 """
 
 
+# Runs in the page after INSPECT_JS: open every fold (hide-input cells, dropdowns), then find
+# every code block, output block and display equation whose content is wider than its box
+# (scrollWidth > clientWidth), naming its kind and first line that does not fit; and the number
+# of monospace characters the narrowest code cell's box shows.
+OVERFLOW_JS = """
+() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const root = document.querySelector('.bd-article, article, main') || document.body;
+  const canvas = document.createElement('canvas').getContext('2d');
+  const inner = e => {
+    const s = getComputedStyle(e);
+    return e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  };
+  const charWidth = e => { canvas.font = getComputedStyle(e).font; return canvas.measureText('0').width; };
+  const fits = e => Math.floor(inner(e) / charWidth(e) + 1e-6);
+  const firstLine = e => {
+    const n = fits(e);
+    const line = e.textContent.split('\\n').find(l => l.replace(/\\t/g, '    ').length > n);
+    return line === undefined ? '' : line;
+  };
+  const blocks = [];
+  const over = e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth;
+  for (const pre of root.querySelectorAll('pre')) {
+    const output = pre.closest('.cell_output, .output') !== null;
+    const kind = output ? 'output' : 'code';
+    blocks.push({kind, over: over(pre), width: pre.clientWidth, chars: fits(pre),
+                 cell: pre.closest('.cell_input') !== null, what: over(pre) ? firstLine(pre) : ''});
+  }
+  for (const out of root.querySelectorAll('.cell_output .output:not(.stream):not(.text_plain):not(.traceback)')) {
+    if (out.querySelector('pre, img') !== null && out.querySelector('table') === null) { continue; }
+    const table = out.querySelector('table');
+    const head = table ? Array.from(table.querySelectorAll('th')).map(t => t.textContent.trim()).join(' ') : '';
+    blocks.push({kind: 'output', over: over(out), width: out.clientWidth, chars: 0, cell: false,
+                 what: (table ? 'table: ' + head : out.textContent.trim()).slice(0, 80)});
+  }
+  const items = (window.MathJax && MathJax.startup && MathJax.startup.document)
+    ? Array.from(MathJax.startup.document.math) : [];
+  for (const box of root.querySelectorAll('div.math, mjx-container[display="true"]')) {
+    if (box.matches('mjx-container') && box.closest('div.math')) { continue; }
+    const container = box.matches('mjx-container') ? box : box.querySelector('mjx-container') || box;
+    const tall = [box, container].some(over);
+    const item = items.find(m => m.typesetRoot === container);
+    const tex = item ? item.math : box.textContent;
+    blocks.push({kind: 'equation', over: tall, width: box.clientWidth, chars: 0, cell: false,
+                 what: tex.replace(/\\s+/g, ' ').trim().slice(0, 80)});
+  }
+  const searches = Array.from(document.querySelectorAll('.search-button-field, .search-button'))
+    .filter(e => e.getBoundingClientRect().width > 0).length;
+  blocks.push({kind: 'search', over: searches > 1, width: 0, chars: 0, cell: false,
+               what: searches + ' search boxes'});
+  return blocks;
+}
+"""
+KINDS = ("code", "output", "equation")
+
+
+def overflow_problems(name: str, blocks: list[dict], line_length: int | None = None) -> list[str]:
+    """The page's overflow findings: one line per kind (its first offending block and the count),
+    and one when a code cell's box shows fewer than ``line_length`` characters."""
+    problems = []
+    for kind in KINDS:
+        wide = [b for b in blocks if b["kind"] == kind and b["over"]]
+        if wide:
+            total = sum(b["kind"] == kind for b in blocks)
+            problems.append(f"{name}: {len(wide)} of {total} {kind} blocks wider than their box; "
+                            f"the first: {wide[0]['what'].strip()[:80]!r}")
+    problems += [f"{name}: {b['what']} (one is enough)" for b in blocks if b["kind"] == "search" and b["over"]]
+    if line_length is not None:
+        narrow = [b for b in blocks if b["cell"] and 0 < b["chars"] < line_length]
+        if narrow:
+            problems.append(f"{name}: a code cell's box shows {narrow[0]['chars']} characters "
+                            f"(< {line_length}) at 1280 px")
+    return problems
+
+
 def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -67,9 +145,16 @@ def chromium_path() -> str | None:
 def serve(site: Path) -> tuple[ThreadingHTTPServer, str]:
     """Serve ``site`` on a free loopback port in a background thread."""
     handler = functools.partial(QuietHandler, directory=str(site))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A page closed while a file was still being sent is no problem of the site."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -106,8 +191,14 @@ def local_target(site: Path, base: str, url: str) -> tuple[Path, str] | None:
     return target, parsed.fragment
 
 
-def check_site(site: Path, screenshot: Path | None) -> list[str]:
-    """All problems found on all pages, as readable lines (empty when the site is fine)."""
+def check_site(site: Path, screenshot: Path | None, layout: dict[str, list[dict]] | None = None,
+               layout_only: bool = False) -> list[str]:
+    """All problems found on all pages, as readable lines (empty when the site is fine).
+
+    ``layout``, when given, receives each page's measured blocks (see :data:`OVERFLOW_JS`).
+    ``layout_only`` checks MathJax and the widths only (no links, downloads or search): the
+    quick check of ``make book``.
+    """
     from playwright.sync_api import sync_playwright
 
     problems: list[str] = []
@@ -142,7 +233,7 @@ def check_site(site: Path, screenshot: Path | None) -> list[str]:
                 problems += [f"{name}: MathJax error: {e}" for e in info["mathErrors"]]
                 problems += [f"{name}: image did not load: {i['src']}" for i in info["images"] if not i["ok"]]
                 problems += [f"{name}: local request failed: {u}" for u in failed]
-                for url in info["links"]:
+                for url in [] if layout_only else info["links"]:
                     target = local_target(site, base, url)
                     if target is None:
                         continue
@@ -154,14 +245,18 @@ def check_site(site: Path, screenshot: Path | None) -> list[str]:
                             ids_cache[path] = _ids_of(context, urljoin(base, path.relative_to(site).as_posix()))
                         if unquote(fragment) not in ids_cache[path]:
                             problems.append(f"{name}: link to a missing anchor {url}")
+                blocks = page.evaluate(OVERFLOW_JS)
+                if layout is not None:
+                    layout[name] = blocks
+                problems += overflow_problems(name, blocks, LINE_LENGTH)
                 if screenshot is not None and rel.as_posix() in ("index.html", "book/index.html"):
                     screenshot.parent.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(screenshot), full_page=False)
                 page.close()
             # Site-wide checks where their pages exist (main() requires them of the book).
-            if (site / DOWNLOAD_PAGE).exists():
+            if (site / DOWNLOAD_PAGE).exists() and not layout_only:
                 problems += check_downloads(context, urljoin(base, DOWNLOAD_PAGE))
-            if (site / "search.html").exists():
+            if (site / "search.html").exists() and not layout_only:
                 problems += check_search(context, base)
             browser.close()
     finally:
@@ -225,10 +320,23 @@ def _ids_of(context, url: str) -> set[str]:
     return ids
 
 
+def layout_summary(layout: dict[str, list[dict]]) -> str:
+    """How many blocks of each kind are wider than their box, over all pages, and the code column."""
+    blocks = [b for page in layout.values() for b in page]
+    parts = [f"{sum(b['over'] for b in blocks if b['kind'] == k)} of {sum(b['kind'] == k for b in blocks)} {k} blocks"
+             for k in KINDS]
+    chars = [b["chars"] for b in blocks if b["cell"] and b["chars"] > 0]
+    column = f"; a code cell shows {min(chars)} characters" if chars else ""
+    return "wider than their box at 1280 px: " + ", ".join(parts) + column
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", type=Path, required=True, help="the built HTML folder")
     parser.add_argument("--screenshot", type=Path, help="where to save a screenshot of the front page")
+    parser.add_argument("--layout-only", action="store_true",
+                        help="only MathJax and the widths of code, outputs and equations (make book)")
+    parser.add_argument("--layout-json", type=Path, help="write every page's measured blocks here")
     args = parser.parse_args(argv)
     if chromium_path() is None:
         message = ("browser check: NOT RUN - headless Chromium is not installed "
@@ -240,11 +348,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser check: no built site at {site} (run the book build first)", file=sys.stderr)
         return 1
     problems = [f"{name}: missing from the built book" for name in (DOWNLOAD_PAGE, "search.html")
-                if not (site / name).exists()]
-    problems += check_site(site, args.screenshot)
+                if not (site / name).exists() and not args.layout_only]
+    layout: dict[str, list[dict]] = {}
+    problems += check_site(site, args.screenshot, layout, layout_only=args.layout_only)
+    if args.layout_json is not None:
+        args.layout_json.parent.mkdir(parents=True, exist_ok=True)
+        args.layout_json.write_text(json.dumps(layout, indent=1))
     n_pages = len(site_pages(site))
     for line in problems:
         print(f"browser check: {line}", file=sys.stderr)
+    print("browser check: " + layout_summary(layout), flush=True)
     print(f"browser check: {n_pages} pages, {len(problems)} problems", flush=True)
     return 1 if problems else 0
 

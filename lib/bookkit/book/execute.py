@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -132,10 +133,29 @@ def execute_page(root: Path, page: str, out: Path, profile: str, overrides: dict
         request_save_on_cell_execute=False,
     )
     seconds = time.perf_counter() - start
+    format_injected_parameters(target)
     missing = cells_missing_figures(nbformat.read(target, as_version=4))
     if missing:
         raise RuntimeError(f"{source}: code cell(s) {missing} call plt.show() but produced no PNG figure")
     return seconds
+
+
+def format_injected_parameters(target: Path) -> None:
+    """Format the cell papermill injected (the profile's parameters, one assignment a line)
+    as the pages' own code is formatted (ruff, :data:`format_check.LINE_LENGTH` columns), so
+    that a long value (a dict, a list) is broken over lines the page's code column shows."""
+    from bookkit.book import format_check
+
+    nb = nbformat.read(target, as_version=4)
+    cells = [c for c in nb.cells if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    if not cells:
+        return
+    for cell in cells:
+        cell.source = subprocess.run(
+            [str(format_check.ruff()), "format", "--isolated", "--line-length",
+             str(format_check.LINE_LENGTH), "-"],
+            input=cell.source, capture_output=True, text=True, check=True).stdout.rstrip("\n")
+    nbformat.write(nb, target)
 
 
 def cells_missing_figures(nb) -> list[int]:

@@ -36,9 +36,15 @@ def t_interval(values: Any, level: float = 0.95) -> dict[str, float]:
     return {"value": mean, "low": mean - half, "high": mean + half}
 
 
-def paired_interval(a: Any, b: Any, level: float = 0.95) -> dict[str, float]:
-    """:func:`t_interval` of the paired differences ``a - b`` (1-D, the same length n >= 2)."""
+def paired_interval(
+    a: Any, b: Any, level: float = 0.95
+) -> dict[str, float]:
+    """:func:`t_interval` of the paired differences ``a - b`` (1-D, the
+    same length n >= 2)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"a and b must be 1-D of the same length, got shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            "a and b must be 1-D of the same length, "
+            f"got shapes {a.shape} and {b.shape}"
+        )
     return t_interval(a - b, level)

@@ -55,24 +55,38 @@ def init_attention(keys, d: int, std: float, dtype=jnp.float32, *, zero_output: 
     return params
 
 
-def multi_head_attention(p: dict, x: jax.Array, n_heads: int, *, mask: jax.Array | None = None,
-                         x_q: jax.Array | None = None, softmax: bool = True) -> tuple[jax.Array, jax.Array]:
-    """Multi-head attention of queries ``x_q (..., m, d)`` over keys and values ``x (..., n, d)``.
+def multi_head_attention(
+    p: dict,
+    x: jax.Array,
+    n_heads: int,
+    *,
+    mask: jax.Array | None = None,
+    x_q: jax.Array | None = None,
+    softmax: bool = True,
+) -> tuple[jax.Array, jax.Array]:
+    """Multi-head attention of queries ``x_q (..., m, d)`` over keys and
+    values ``x (..., n, d)``.
 
     .. math::
 
-        T = \\frac{(x_q W_Q + b_Q)(x W_K + b_K)^\\top}{\\sqrt{d_{head}}}, \\quad
-        A = \\mathrm{softmax}_{\\text{row}}(T \\text{ where allowed}, -\\infty \\text{ elsewhere}), \\quad
+        T = \\frac{(x_q W_Q + b_Q)(x W_K +
+        b_K)^\\top}{\\sqrt{d_{head}}}, \\quad
+        A = \\mathrm{softmax}_{\\text{row}}(T \\text{ where allowed},
+        -\\infty \\text{ elsewhere}), \\quad
         \\mathrm{out} = [A (x W_V + b_V)]_{\\text{heads}} W_O + b_O .
 
     Args:
         p: the attention parameters (module docstring).
         x: keys and values ``(..., n, d)``.
         n_heads: number of heads; ``d`` must be a multiple of it.
-        mask: bool, broadcastable to ``(..., m, n)`` (heads are inserted): which keys each query
-            may attend to; ``None`` allows all. A query must be allowed at least one key.
-        x_q: the queries ``(..., m, d)``; ``None`` uses ``x`` (self-attention, ``m = n``).
-        softmax: ``False`` uses the masked scores directly (0 where not allowed), the "softmax
+        mask: bool, broadcastable to ``(..., m, n)`` (heads are
+            inserted): which keys each query
+            may attend to; ``None`` allows all. A query must be allowed
+            at least one key.
+        x_q: the queries ``(..., m, d)``; ``None`` uses ``x``
+            (self-attention, ``m = n``).
+        softmax: ``False`` uses the masked scores directly (0 where not
+            allowed), the "softmax
             removed" ablation of Part I.
 
     Returns:
@@ -81,16 +95,28 @@ def multi_head_attention(p: dict, x: jax.Array, n_heads: int, *, mask: jax.Array
     x_q = x if x_q is None else x_q
     *lead, n, d = x.shape
     dh = d // n_heads
-    q = (x_q @ p["W_Q"] + p["b_Q"]).reshape(*x_q.shape[:-1], n_heads, dh)
+    q = (x_q @ p["W_Q"] + p["b_Q"]).reshape(
+        *x_q.shape[:-1], n_heads, dh
+    )
     k = (x @ p["W_K"] + p["b_K"]).reshape(*lead, n, n_heads, dh)
     v = (x @ p["W_V"] + p["b_V"]).reshape(*lead, n, n_heads, dh)
-    scores = jnp.einsum("...qhe,...khe->...hqk", q, k) / jnp.sqrt(jnp.asarray(dh, x.dtype))
-    allowed = jnp.ones(scores.shape[-2:], bool) if mask is None else jnp.expand_dims(mask, -3)
+    scores = jnp.einsum("...qhe,...khe->...hqk", q, k) / jnp.sqrt(
+        jnp.asarray(dh, x.dtype)
+    )
+    allowed = (
+        jnp.ones(scores.shape[-2:], bool)
+        if mask is None
+        else jnp.expand_dims(mask, -3)
+    )
     if softmax:
-        A = jax.nn.softmax(jnp.where(allowed, scores, -jnp.inf), axis=-1)
+        A = jax.nn.softmax(
+            jnp.where(allowed, scores, -jnp.inf), axis=-1
+        )
     else:
         A = jnp.where(allowed, scores, jnp.zeros((), x.dtype))
-    z = jnp.einsum("...hqk,...khe->...qhe", A, v).reshape(*x_q.shape[:-1], d)
+    z = jnp.einsum("...hqk,...khe->...qhe", A, v).reshape(
+        *x_q.shape[:-1], d
+    )
     return z @ p["W_O"] + p["b_O"], A
 
 

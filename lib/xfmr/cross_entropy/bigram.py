@@ -76,7 +76,8 @@ def log_prob(params: dict, tokens) -> jax.Array:
 
 
 def next_token_loss(params: dict, tokens) -> jax.Array:
-    """Mean next-token cross-entropy over all sequences and positions (scalar), in nats/token."""
+    """Mean next-token cross-entropy over all sequences and positions
+    (scalar), in nats/token."""
     tokens = jnp.asarray(tokens)
     return -log_prob(params, tokens).mean() / tokens.shape[-1]
 

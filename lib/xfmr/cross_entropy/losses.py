@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from xfmr.cross_entropy.divergences import check_distribution
 from xfmr.core.nn import softmax_cross_entropy
@@ -53,10 +52,15 @@ def one_hot(labels, n_classes: int, dtype=jnp.float64) -> jax.Array:
 
 
 def softmax_cross_entropy_grad(logits, labels) -> jax.Array:
-    """Closed-form gradient of :func:`softmax_cross_entropy` in the logits: $q - e_y$, ``(..., K)``."""
+    """Closed-form gradient of :func:`softmax_cross_entropy` in the
+    logits: $q - e_y$, ``(..., K)``."""
     logits = check_logits(logits, "logits")
-    labels = check_labels(labels, logits.shape[:-1], logits.shape[-1], "logits")
-    return jax.nn.softmax(logits, axis=-1) - jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+    labels = check_labels(
+        labels, logits.shape[:-1], logits.shape[-1], "logits"
+    )
+    return jax.nn.softmax(logits, axis=-1) - jax.nn.one_hot(
+        labels, logits.shape[-1], dtype=logits.dtype
+    )
 
 
 def brier(probs, labels) -> jax.Array:
@@ -81,12 +85,16 @@ def brier_from_logits(logits, labels) -> jax.Array:
 
 
 def brier_logit_grad(logits, labels) -> jax.Array:
-    """Closed-form gradient of :func:`brier_from_logits`: $2(\\mathrm{diag}\\,q - q q^\\top)(q - e_y)$.
+    """Closed-form gradient of :func:`brier_from_logits`:
+    $2(\\mathrm{diag}\\,q - q q^\\top)(q - e_y)$.
 
-    With $r = q - e_y$ this is $2\\,(q \\odot r - q\\,(q^\\top r))$, ``(..., K)``.
+    With $r = q - e_y$ this is $2\\,(q \\odot r - q\\,(q^\\top r))$,
+    ``(..., K)``.
     """
     logits = check_logits(logits, "logits")
-    labels = check_labels(labels, logits.shape[:-1], logits.shape[-1], "logits")
+    labels = check_labels(
+        labels, logits.shape[:-1], logits.shape[-1], "logits"
+    )
     q = jax.nn.softmax(logits, axis=-1)
     r = q - jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
     return 2.0 * (q * r - q * jnp.sum(q * r, axis=-1, keepdims=True))

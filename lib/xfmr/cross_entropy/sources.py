@@ -62,24 +62,40 @@ def markov_chain(initial, transition) -> MarkovChain:
     return MarkovChain(initial, transition)
 
 
-def long_tailed_chain(key: jax.Array, n_states: int, exponent: float = 1.5, dtype=jnp.float64) -> MarkovChain:
-    """A chain with Zipf-law rows and uniform initial distribution, of ``dtype`` (float64, the
+def long_tailed_chain(
+    key: jax.Array,
+    n_states: int,
+    exponent: float = 1.5,
+    dtype=jnp.float64,
+) -> MarkovChain:
+    """A chain with Zipf-law rows and uniform initial distribution, of
+    ``dtype`` (float64, the
     default, needs ``jax_enable_x64``).
 
-    Row $i$ ranks the $K$ successors by a random permutation $\\sigma_i$ (from ``key``) and sets
-    $P_{i, \\sigma_i(r)} \\propto r^{-s}$ for ranks $r = 1, \\dots, K$ and exponent $s$.
+    Row $i$ ranks the $K$ successors by a random permutation $\\sigma_i$
+    (from ``key``) and sets
+    $P_{i, \\sigma_i(r)} \\propto r^{-s}$ for ranks $r = 1, \\dots, K$
+    and exponent $s$.
 
     Raises:
         ValueError: ``n_states < 2`` or ``exponent <= 0``.
     """
     n_states = check_int(n_states, "n_states", minimum=2)
-    exponent = check_real(exponent, "exponent", minimum=0.0, strict_minimum=True)
+    exponent = check_real(
+        exponent, "exponent", minimum=0.0, strict_minimum=True
+    )
     dtype = check_dtype_enabled(check_float_dtype(dtype))
     ranks = jnp.arange(1, n_states + 1, dtype=dtype)
     zipf = ranks**-exponent
     zipf = zipf / zipf.sum()
-    perms = jax.vmap(lambda k: jax.random.permutation(k, n_states))(jax.random.split(key, n_states))
-    transition = jnp.zeros((n_states, n_states), dtype).at[jnp.arange(n_states)[:, None], perms].set(zipf)
+    perms = jax.vmap(lambda k: jax.random.permutation(k, n_states))(
+        jax.random.split(key, n_states)
+    )
+    transition = (
+        jnp.zeros((n_states, n_states), dtype)
+        .at[jnp.arange(n_states)[:, None], perms]
+        .set(zipf)
+    )
     initial = jnp.full((n_states,), 1.0 / n_states, dtype)
     return MarkovChain(initial, transition)
 

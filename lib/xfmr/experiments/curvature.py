@@ -158,16 +158,18 @@ def exact_block_norms(problem: Problem) -> dict[str, np.ndarray]:
 
 # ----------------------------------------------------------------------------- products
 def products(problem: Problem, b: int, v_b: jax.Array):
-    """``(H_o v, H_f v)`` for a direction ``v`` supported on block ``b`` (``v_b`` its entries).
+    """``(H_o v, H_f v)`` for a direction ``v`` supported on block ``b``
+    (``v_b`` its entries).
 
-    Returns two tuples shaped like ``theta`` (all rows of column block ``b``).
+    Returns two tuples shaped like ``theta`` (all rows of column block
+    ``b``).
     """
     out_fn, loss_fn, theta = problem
     out, vjp_fn = jax.vjp(out_fn, theta)
     g = jax.grad(loss_fn)(out)
 
     def phi(t_b):
-        th = theta[:b] + (t_b,) + theta[b + 1:]
+        th = theta[:b] + (t_b,) + theta[b + 1 :]
         o, vj = jax.vjp(out_fn, th)
         return o, vj(g)[0]
 

@@ -112,16 +112,33 @@ def _norms(x, W_Q, W_K, W_V, W_O, pos, softmax):
             "wo2": wo2}
 
 
-def gap_factors(x: Any, W_Q: Any, W_K: Any, W_V: Any, W_O: Any = None, *, softmax: bool = True,
-                positions: Any = None) -> dict[str, float]:
-    """``log10`` of the query/value Jacobian ratio ``R`` and of its four factors (module doc).
+def gap_factors(
+    x: Any,
+    W_Q: Any,
+    W_K: Any,
+    W_V: Any,
+    W_O: Any = None,
+    *,
+    softmax: bool = True,
+    positions: Any = None,
+) -> dict[str, float]:
+    """``log10`` of the query/value Jacobian ratio ``R`` and of its four
+    factors (module doc).
 
-    Returns a dict of floats (decades): ``total = log10 R`` and ``scale_1_over_dk``,
-    ``weights``, ``token_scale``, ``moments``, which add up to ``total`` exactly; also
-    ``log10_jv2``, ``log10_jq2`` (log10 of the sums over batch and positions).
+    Returns a dict of floats (decades): ``total = log10 R`` and
+    ``scale_1_over_dk``,
+    ``weights``, ``token_scale``, ``moments``, which add up to ``total``
+    exactly; also
+    ``log10_jv2``, ``log10_jq2`` (log10 of the sums over batch and
+    positions).
     """
-    J = jacobian_norms(x, W_Q, W_K, W_V, W_O, softmax=softmax, positions=positions)
-    x2, m2, c2, wc2, wo2 = (np.asarray(J[k], np.float64) for k in ("x2", "m2", "c2", "wc2", "wo2"))
+    J = jacobian_norms(
+        x, W_Q, W_K, W_V, W_O, softmax=softmax, positions=positions
+    )
+    x2, m2, c2, wc2, wo2 = (
+        np.asarray(J[k], np.float64)
+        for k in ("x2", "m2", "c2", "wc2", "wo2")
+    )
     d_k = np.shape(W_Q)[1]
     rms4 = np.mean(x2) ** 2
     out = {

@@ -126,48 +126,89 @@ class SweepInstance(NamedTuple):
     probe_key: jax.Array
 
 
-def sweep_instance(config: GPTConfig, seed_index: int, *, batch_size: int, dtype=jnp.float64,
-                   base_seed: int = 1234, n_digits: int = 5) -> SweepInstance:
-    """The model, batch and probe key of seed ``seed_index`` of :func:`sigma_sweep`.
+def sweep_instance(
+    config: GPTConfig,
+    seed_index: int,
+    *,
+    batch_size: int,
+    dtype=jnp.float64,
+    base_seed: int = 1234,
+    n_digits: int = 5,
+) -> SweepInstance:
+    """The model, batch and probe key of seed ``seed_index`` of
+    :func:`sigma_sweep`.
 
-    From the key ``base_seed + seed_index``: the GPT initialisation in ``dtype``, with a *fixed*
-    base embedding ``W_E, W_pos ~ N(0, 1)`` (the sweep scales it by ``sigma``), a batch of
-    ``batch_size`` addition sequences (digits drawn in the integer type as wide as ``dtype``:
-    int64 for float64, int32 for float32), and the key of the Hutchinson probes.
+    From the key ``base_seed + seed_index``: the GPT initialisation in
+    ``dtype``, with a *fixed*
+    base embedding ``W_E, W_pos ~ N(0, 1)`` (the sweep scales it by
+    ``sigma``), a batch of
+    ``batch_size`` addition sequences (digits drawn in the integer type
+    as wide as ``dtype``:
+    int64 for float64, int32 for float32), and the key of the Hutchinson
+    probes.
     """
     check_instance(config, "config", GPTConfig)
     seed_index = check_int(seed_index, "seed_index", minimum=0)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
-    kp, ke, kx, kb, kq = jax.random.split(jax.random.key(base_seed + seed_index), 5)
+    kp, ke, kx, kb, kq = jax.random.split(
+        jax.random.key(base_seed + seed_index), 5
+    )
     params = init_params(kp, config, dtype)
     params["embed"] = {
-        "W_E": jax.random.normal(ke, params["embed"]["W_E"].shape, dtype),
-        "W_pos": jax.random.normal(kx, params["embed"]["W_pos"].shape, dtype)}
+        "W_E": jax.random.normal(
+            ke, params["embed"]["W_E"].shape, dtype
+        ),
+        "W_pos": jax.random.normal(
+            kx, params["embed"]["W_pos"].shape, dtype
+        ),
+    }
     digits = jnp.int64 if jnp.dtype(dtype).itemsize == 8 else jnp.int32
-    return SweepInstance(params, make_batch(kb, batch_size, n_digits, dtype=digits), kq)
+    return SweepInstance(
+        params, make_batch(kb, batch_size, n_digits, dtype=digits), kq
+    )
 
 
-def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds: int,
-                batch_size: int, n_probes: int, dtype=jnp.float64, loss: str = "ce",
-                base_seed: int = 1234, n_digits: int = 5, linear_head: bool | None = None,
-                blocks: str = "all") -> dict[str, np.ndarray]:
-    """Hutchinson block norms of ``H, H_o, H_f`` of a GPT on the addition task versus ``sigma``.
+def sigma_sweep(
+    config: GPTConfig,
+    sigmas,
+    paths: Sequence[Sequence],
+    *,
+    n_seeds: int,
+    batch_size: int,
+    n_probes: int,
+    dtype=jnp.float64,
+    loss: str = "ce",
+    base_seed: int = 1234,
+    n_digits: int = 5,
+    linear_head: bool | None = None,
+    blocks: str = "all",
+) -> dict[str, np.ndarray]:
+    """Hutchinson block norms of ``H, H_o, H_f`` of a GPT on the
+    addition task versus ``sigma``.
 
     Protocol, per seed ``r``: the model, base embedding and batch of
-    :func:`sweep_instance`; for every ``sigma`` the model sees ``sigma * (W_E[tok] + W_pos)``
-    and the SAME ``n_probes`` Rademacher probes (common random numbers across ``sigma``), with
+    :func:`sweep_instance`; for every ``sigma`` the model sees ``sigma *
+    (W_E[tok] + W_pos)``
+    and the SAME ``n_probes`` Rademacher probes (common random numbers
+    across ``sigma``), with
     the loss of :func:`addition_problem`.
 
-    ``linear_head`` (see :func:`gpt_problem`) defaults to True where it applies (no LN,
+    ``linear_head`` (see :func:`gpt_problem`) defaults to True where it
+    applies (no LN,
     ReLU, every path an attention block): same result, faster.
 
-    ``blocks="all"`` estimates every block ``(a, b)``; ``blocks="diagonal"`` only the
-    diagonal blocks ``(a, a)``, each from its own problem ``theta = (theta_a,)`` with the
-    same probes: the same numbers as the diagonal of ``"all"``, but a probe on a block of
-    layer ``l`` is then propagated backwards only down to layer ``l`` (the deep sweeps'
+    ``blocks="all"`` estimates every block ``(a, b)``;
+    ``blocks="diagonal"`` only the
+    diagonal blocks ``(a, a)``, each from its own problem ``theta =
+    (theta_a,)`` with the
+    same probes: the same numbers as the diagonal of ``"all"``, but a
+        probe on a block of
+    layer ``l`` is then propagated backwards only down to layer ``l``
+    (the deep sweeps'
     saving). Off-diagonal entries are then NaN.
 
-    Returns ``{"sigmas": (S,), "H"|"H_o"|"H_f": (n_seeds, S, nb, nb)}`` with ``nb = len(paths)``
+    Returns ``{"sigmas": (S,), "H"|"H_o"|"H_f": (n_seeds, S, nb, nb)}``
+    with ``nb = len(paths)``
     and entry ``[r, s, a, b]`` the estimate of ``||M_ab||_F``.
     """
     check_instance(config, "config", GPTConfig)
@@ -178,12 +219,25 @@ def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds
     n_probes = check_int(n_probes, "n_probes", minimum=1)
     n_digits = check_int(n_digits, "n_digits", minimum=1)
     if len(paths) == 0:
-        raise ValueError("paths must name at least one parameter block, got none")
+        raise ValueError(
+            "paths must name at least one parameter block, got none"
+        )
     sig = np.asarray(sigmas, dtype=float)
-    if sig.ndim != 1 or sig.size == 0 or np.any(~(sig > 0)) or np.any(~np.isfinite(sig)):
-        raise ValueError(f"sigmas must be a non-empty 1-D array of finite positive numbers, got {sig}")
+    if (
+        sig.ndim != 1
+        or sig.size == 0
+        or np.any(~(sig > 0))
+        or np.any(~np.isfinite(sig))
+    ):
+        raise ValueError(
+            "sigmas must be a non-empty 1-D array of finite positive "
+            f"numbers, got {sig}"
+        )
     if config.max_len < seq_len(n_digits):
-        raise ValueError(f"config.max_len must be >= {seq_len(n_digits)}, got {config.max_len}")
+        raise ValueError(
+            f"config.max_len must be >= {seq_len(n_digits)}, got "
+            f"{config.max_len}"
+        )
     if linear_head is None:
         linear_head = linear_head_applies(config, paths)
     nb = len(paths)
@@ -191,26 +245,50 @@ def sigma_sweep(config: GPTConfig, sigmas, paths: Sequence[Sequence], *, n_seeds
     @jax.jit
     def unit(params, tokens, sigma, key):
         def estimate(block_ids):
-            problem = addition_problem(params, config, tokens, [paths[i] for i in block_ids],
-                                       embed_scale=sigma, loss=loss, n_digits=n_digits,
-                                       linear_head=linear_head)
-            q = hutchinson_samples(problem, key, n_probes, key_ids=block_ids)
+            problem = addition_problem(
+                params,
+                config,
+                tokens,
+                [paths[i] for i in block_ids],
+                embed_scale=sigma,
+                loss=loss,
+                n_digits=n_digits,
+                linear_head=linear_head,
+            )
+            q = hutchinson_samples(
+                problem, key, n_probes, key_ids=block_ids
+            )
             return {k: jnp.sqrt(jnp.mean(v, -1)) for k, v in q.items()}
 
         if blocks == "all":
             return estimate(tuple(range(nb)))
-        out = {k: jnp.full((nb, nb), jnp.nan, dtype) for k in CURVATURES}
+        out = {
+            k: jnp.full((nb, nb), jnp.nan, dtype) for k in CURVATURES
+        }
         for i in range(nb):
             est = estimate((i,))
-            out = {k: out[k].at[i, i].set(est[k][0, 0]) for k in CURVATURES}
+            out = {
+                k: out[k].at[i, i].set(est[k][0, 0]) for k in CURVATURES
+            }
         return out
 
     res = {k: np.zeros((n_seeds, len(sig), nb, nb)) for k in CURVATURES}
     for r in range(n_seeds):
-        inst = sweep_instance(config, r, batch_size=batch_size, dtype=dtype, base_seed=base_seed,
-                              n_digits=n_digits)
+        inst = sweep_instance(
+            config,
+            r,
+            batch_size=batch_size,
+            dtype=dtype,
+            base_seed=base_seed,
+            n_digits=n_digits,
+        )
         for s, sigma in enumerate(sig):
-            out = unit(inst.params, inst.tokens, jnp.asarray(sigma, dtype), inst.probe_key)
+            out = unit(
+                inst.params,
+                inst.tokens,
+                jnp.asarray(sigma, dtype),
+                inst.probe_key,
+            )
             for k in CURVATURES:
                 res[k][r, s] = np.asarray(out[k])
     res["sigmas"] = sig

@@ -79,7 +79,8 @@ def attention_layer(X, W_Q, W_K, W_V, *, softmax: bool = True):
 
 
 def loss(X, Y, W_Q, W_K, W_V, *, softmax: bool = True):
-    """Square loss ``||F - Y||_F^2 / (L d_V)`` of one sequence (a scalar)."""
+    """Square loss ``||F - Y||_F^2 / (L d_V)`` of one sequence (a
+    scalar)."""
     L, d_V, _ = check_layer_shapes(X, W_Q, W_K, W_V, Y)
     F = attention_layer(X, W_Q, W_K, W_V, softmax=softmax)
     return jnp.sum((F - Y) ** 2) / (L * d_V)
@@ -169,16 +170,24 @@ class HessianSplit(NamedTuple):
     H_f: jnp.ndarray
 
 
-def autodiff_hessian(X, Y, W_Q, W_K, W_V, *, softmax: bool = True) -> HessianSplit:
-    """Reference Hessian of :func:`loss` in ``w = [vec_r W_Q, vec_r W_K, vec_r W_V]`` by autodiff.
+def autodiff_hessian(
+    X, Y, W_Q, W_K, W_V, *, softmax: bool = True
+) -> HessianSplit:
+    """Reference Hessian of :func:`loss` in ``w = [vec_r W_Q, vec_r W_K,
+    vec_r W_V]`` by autodiff.
 
     - ``H   = jax.hessian(l)(w)``
-    - ``H_o = J^T (c I) J`` with ``J = jax.jacfwd(vec_r F)(w)`` and ``c = 2 / (L d_V)``
-    - ``H_f = jax.hessian(w -> <g, vec_r F(w)>)`` with the residual gradient
-      ``g = grad_F l = c vec_r(F - Y)`` held fixed at the current weights.
+    - ``H_o = J^T (c I) J`` with ``J = jax.jacfwd(vec_r F)(w)`` and ``c
+    = 2 / (L d_V)``
+    - ``H_f = jax.hessian(w -> <g, vec_r F(w)>)`` with the residual
+    gradient
+      ``g = grad_F l = c vec_r(F - Y)`` held fixed at the current
+      weights.
 
-    ``H_o`` and ``H_f`` are computed independently of ``H``, so ``H = H_o + H_f`` is a check.
-    Use float64 (``jax.config.update("jax_enable_x64", True)``) for 1e-9 agreement.
+    ``H_o`` and ``H_f`` are computed independently of ``H``, so ``H =
+    H_o + H_f`` is a check.
+    Use float64 (``jax.config.update("jax_enable_x64", True)``) for 1e-9
+    agreement.
     """
     check_layer_shapes(X, W_Q, W_K, W_V, Y)
     return _autodiff_hessian(X, Y, W_Q, W_K, W_V, softmax=softmax)

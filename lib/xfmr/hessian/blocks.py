@@ -99,10 +99,14 @@ def _qk_blocks(X, W_K, M, t: LayerTerms) -> dict[str, jnp.ndarray]:
 
 
 @functools.partial(jax.jit, static_argnames="softmax")
-def outer_product_blocks(X, W_Q, W_K, W_V, *, softmax: bool = True) -> dict[str, jnp.ndarray]:
-    """Closed-form outer-product Hessian ``H_o`` (Theorem 3.1), six blocks keyed ``"QQ", ..., "VV"``.
+def outer_product_blocks(
+    X, W_Q, W_K, W_V, *, softmax: bool = True
+) -> dict[str, jnp.ndarray]:
+    """Closed-form outer-product Hessian ``H_o`` (Theorem 3.1), six
+    blocks keyed ``"QQ", ..., "VV"``.
 
-    Shapes: ``QQ, QK, KK (d_V d_K, d_V d_K)``, ``QV, KV (d_V d_K, d_V^2)``, ``VV (d_V^2, d_V^2)``.
+    Shapes: ``QQ, QK, KK (d_V d_K, d_V d_K)``, ``QV, KV (d_V d_K,
+        d_V^2)``, ``VV (d_V^2, d_V^2)``.
     """
     t = layer_terms(X, W_Q, W_K, W_V, softmax=softmax)
     c, k = t.c, t.d_K
@@ -110,9 +114,13 @@ def outer_product_blocks(X, W_Q, W_K, W_V, *, softmax: bool = True) -> dict[str,
     SW = t.Sigma @ W_V  # Sigma_i W_V, (L, d_V, d_V)
     P = SW @ jnp.swapaxes(SW, 1, 2)  # Sigma_i W_V W_V^T Sigma_i
     blocks = _qk_blocks(X, W_K, P, t)
-    KtSW = jnp.einsum("ps,ipb->isb", W_K, SW)  # W_K^T Sigma_i W_V, (L, d_K, d_V)
+    KtSW = jnp.einsum(
+        "ps,ipb->isb", W_K, SW
+    )  # W_K^T Sigma_i W_V, (L, d_K, d_V)
     blocks["QV"] = (c / math.sqrt(k)) * kron_sum(_outer(X, t.mu), KtSW)
-    blocks["KV"] = (c / math.sqrt(k)) * jnp.einsum("ipb,is,ia->psab", SW, t.q, t.mu).reshape(d_V * k, d_V * d_V)
+    blocks["KV"] = (c / math.sqrt(k)) * jnp.einsum(
+        "ipb,is,ia->psab", SW, t.q, t.mu
+    ).reshape(d_V * k, d_V * d_V)
     eye = jnp.eye(d_V, dtype=X.dtype)
     blocks["VV"] = c * jnp.kron(t.mu.T @ t.mu, eye)
     return {key: blocks[key] for key in BLOCK_KEYS}
@@ -133,16 +141,25 @@ def _qk_gradient(X, W_V, t: LayerTerms) -> jnp.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames="softmax")
-def functional_blocks(X, Y, W_Q, W_K, W_V, *, softmax: bool = True) -> dict[str, jnp.ndarray]:
-    """Closed-form functional Hessian ``H_f`` (Theorem 3.2), six blocks keyed ``"QQ", ..., "VV"``."""
+def functional_blocks(
+    X, Y, W_Q, W_K, W_V, *, softmax: bool = True
+) -> dict[str, jnp.ndarray]:
+    """Closed-form functional Hessian ``H_f`` (Theorem 3.2), six blocks
+    keyed ``"QQ", ..., "VV"``."""
     t = layer_terms(X, W_Q, W_K, W_V, Y, softmax=softmax)
     c, k = t.c, t.d_K
     L, d_V = X.shape
     blocks = _qk_blocks(X, W_K, t.N, t)
-    blocks["QK"] = blocks["QK"] + jnp.kron(_qk_gradient(X, W_V, t), jnp.eye(k, dtype=X.dtype))
+    blocks["QK"] = blocks["QK"] + jnp.kron(
+        _qk_gradient(X, W_V, t), jnp.eye(k, dtype=X.dtype)
+    )
     SK = t.Sigma @ W_K  # Sigma_i W_K, (L, d_V, d_K)
-    blocks["QV"] = (c / math.sqrt(k)) * jnp.einsum("ip,ias,ib->psab", X, SK, t.R).reshape(d_V * k, d_V * d_V)
-    blocks["KV"] = (c / math.sqrt(k)) * kron_sum(t.Sigma, _outer(t.q, t.R))
+    blocks["QV"] = (c / math.sqrt(k)) * jnp.einsum(
+        "ip,ias,ib->psab", X, SK, t.R
+    ).reshape(d_V * k, d_V * d_V)
+    blocks["KV"] = (c / math.sqrt(k)) * kron_sum(
+        t.Sigma, _outer(t.q, t.R)
+    )
     blocks["VV"] = jnp.zeros((d_V * d_V, d_V * d_V), dtype=X.dtype)
     return {key: blocks[key] for key in BLOCK_KEYS}
 

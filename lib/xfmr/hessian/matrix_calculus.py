@@ -34,14 +34,18 @@ def unvec_r(v, shape: tuple[int, int]) -> jnp.ndarray:
     return v.reshape(m, n)
 
 
-def commutation_matrix(m: int, n: int, dtype=jnp.float32) -> jnp.ndarray:
+def commutation_matrix(
+    m: int, n: int, dtype=jnp.float32
+) -> jnp.ndarray:
     """Commutation matrix ``K_{m,n}``, shape ``(m n, m n)``.
 
-    ``K_{m,n} vec_r(B) = vec_r(B^T)`` for ``B`` of shape ``(n, m)``; ``K_{m,n}^T = K_{n,m}``.
+    ``K_{m,n} vec_r(B) = vec_r(B^T)`` for ``B`` of shape ``(n, m)``;
+    ``K_{m,n}^T = K_{n,m}``.
     """
     m = check_int(m, "m", minimum=1)
     n = check_int(n, "n", minimum=1)
-    # vec_r(B) index of B[a, b] is a m + b; vec_r(B^T) index of B^T[b, a] = B[a, b] is b n + a.
+    # vec_r(B) index of B[a, b] is a m + b; vec_r(B^T) index of B^T[b,
+    # a] = B[a, b] is b n + a.
     a, b = jnp.meshgrid(jnp.arange(n), jnp.arange(m), indexing="ij")
     rows = (b * n + a).reshape(-1)
     cols = (a * m + b).reshape(-1)
@@ -50,15 +54,25 @@ def commutation_matrix(m: int, n: int, dtype=jnp.float32) -> jnp.ndarray:
 
 @jax.jit
 def kron_matvec(A, C, B) -> jnp.ndarray:
-    """``(A kron C^T) vec_r(B)`` computed as ``vec_r(A B C)`` without forming the Kronecker product.
+    """``(A kron C^T) vec_r(B)`` computed as ``vec_r(A B C)`` without
+    forming the Kronecker product.
 
     Shapes: ``A (p, m)``, ``B (m, n)``, ``C (n, q)``; result ``(p q,)``.
     """
-    A, B, C = (check_array(M, name, ndim=2) for M, name in ((A, "A"), (B, "B"), (C, "C")))
+    A, B, C = (
+        check_array(M, name, ndim=2)
+        for M, name in ((A, "A"), (B, "B"), (C, "C"))
+    )
     if A.shape[1] != B.shape[0]:
-        raise ValueError(f"A must have B.shape[0] = {B.shape[0]} columns, got shape {A.shape}")
+        raise ValueError(
+            f"A must have B.shape[0] = {B.shape[0]} columns, got shape "
+            f"{A.shape}"
+        )
     if C.shape[0] != B.shape[1]:
-        raise ValueError(f"C must have B.shape[1] = {B.shape[1]} rows, got shape {C.shape}")
+        raise ValueError(
+            f"C must have B.shape[1] = {B.shape[1]} rows, got shape "
+            f"{C.shape}"
+        )
     return (A @ B @ C).reshape(-1)
 
 
@@ -89,13 +103,21 @@ def gram(Ms) -> jnp.ndarray:
 
 @jax.jit
 def kron_sum_frobenius_sq(gram_A, gram_B) -> jnp.ndarray:
-    """``||sum_i A_i kron B_i||_F^2 = sum_ij <A_i, A_j> <B_i, B_j>`` from the two Gram matrices ``(n, n)``.
+    """``||sum_i A_i kron B_i||_F^2 = sum_ij <A_i, A_j> <B_i, B_j>``
+    from the two Gram matrices ``(n, n)``.
 
-    Follows from ``<A kron B, C kron D> = <A, C> <B, D>``; no Kronecker product is formed.
+    Follows from ``<A kron B, C kron D> = <A, C> <B, D>``; no Kronecker
+    product is formed.
     """
     gram_A, gram_B = jnp.asarray(gram_A), jnp.asarray(gram_B)
     if gram_A.ndim != 2 or gram_A.shape[0] != gram_A.shape[1]:
-        raise ValueError(f"gram_A must be a square (n, n) Gram matrix, got shape {gram_A.shape}")
+        raise ValueError(
+            "gram_A must be a square (n, n) Gram matrix, got shape "
+            f"{gram_A.shape}"
+        )
     if gram_B.shape != gram_A.shape:
-        raise ValueError(f"gram_B must have the shape of gram_A {gram_A.shape}, got {gram_B.shape}")
+        raise ValueError(
+            f"gram_B must have the shape of gram_A {gram_A.shape}, got "
+            f"{gram_B.shape}"
+        )
     return jnp.sum(gram_A * gram_B)

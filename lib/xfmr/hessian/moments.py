@@ -38,9 +38,12 @@ def attention_mean(X, A) -> jnp.ndarray:
 
 @jax.jit
 def attention_covariance(X, A) -> jnp.ndarray:
-    """Covariances ``Sigma_i = sum_j a_ij (x_j - mu_i)(x_j - mu_i)^T``, shape ``(n_rows, d, d)``."""
+    """Covariances ``Sigma_i = sum_j a_ij (x_j - mu_i)(x_j - mu_i)^T``,
+    shape ``(n_rows, d, d)``."""
     X, A = _check(X, A)
-    centred = X[None, :, :] - (A @ X)[:, None, :]  # (n_rows, L, d): x_j - mu_i (no cancellation when A is sharp)
+    centred = (
+        X[None, :, :] - (A @ X)[:, None, :]
+    )  # (n_rows, L, d): x_j - mu_i (no cancellation when A is sharp)
     return jnp.einsum("ij,ijp,ijq->ipq", A, centred, centred)
 
 

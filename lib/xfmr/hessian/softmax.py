@@ -49,17 +49,26 @@ def softmax_second_derivative(a) -> jnp.ndarray:
 
 @jax.jit
 def softmax_second_derivative_along(a, u) -> jnp.ndarray:
-    """``d^2 (a^T u) / dt dt^T = diag(a w) - (a w) a^T - a (a w)^T``, ``w = u - a^T u``.
+    """``d^2 (a^T u) / dt dt^T = diag(a w) - (a w) a^T - a (a w)^T``,
+    ``w = u - a^T u``.
 
-    Shapes: ``a (..., n)``, ``u (..., n)`` (broadcast together); result ``(..., n, n)``.
+    Shapes: ``a (..., n)``, ``u (..., n)`` (broadcast together); result
+        ``(..., n, n)``.
     """
     a = _probabilities(a)
     u = jnp.asarray(u)
     if u.shape[-1:] != a.shape[-1:]:
-        raise ValueError(f"u must have last axis {a.shape[-1]} like a, got shape {u.shape}")
+        raise ValueError(
+            f"u must have last axis {a.shape[-1]} like a, got shape "
+            f"{u.shape}"
+        )
     aw = a * (u - jnp.sum(a * u, axis=-1, keepdims=True))
     eye = jnp.eye(a.shape[-1], dtype=a.dtype)
-    return aw[..., :, None] * eye - aw[..., :, None] * a[..., None, :] - a[..., :, None] * aw[..., None, :]
+    return (
+        aw[..., :, None] * eye
+        - aw[..., :, None] * a[..., None, :]
+        - a[..., :, None] * aw[..., None, :]
+    )
 
 
 @jax.jit

@@ -154,17 +154,28 @@ _WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "b1", "w2")
 
 
 @partial(jax.jit, static_argnames=("strict", "collect"))
-def _forward(params: dict, toks: Array, strict: tuple[bool, ...], collect: bool):
-    """Forward pass on start-prefixed tokens (batch, n + 1); see :class:`KHopTransformer`."""
+def _forward(
+    params: dict, toks: Array, strict: tuple[bool, ...], collect: bool
+):
+    """Forward pass on start-prefixed tokens (batch, n + 1); see
+    :class:`KHopTransformer`."""
     n1 = toks.shape[-1]
-    h = params["token_embedding"][toks] + params["position_embedding"][:n1]
+    h = (
+        params["token_embedding"][toks]
+        + params["position_embedding"][:n1]
+    )
     idx = jnp.arange(n1)
-    masks = {True: (idx[None, :] < idx[:, None]) | (idx[None, :] == 0),  # strict, with sink
-             False: idx[None, :] <= idx[:, None]}                        # causal
+    masks = {
+        True: (idx[None, :] < idx[:, None])
+        | (idx[None, :] == 0),  # strict, with sink
+        False: idx[None, :] <= idx[:, None],
+    }  # causal
     attns, states = [], [h]
     for w, is_strict in zip(params["layers"], strict):
         scores = jnp.einsum("bik,bjk->bij", h @ w["wq"], h @ w["wk"])
-        a = jax.nn.softmax(jnp.where(masks[is_strict], scores, -jnp.inf), axis=-1)
+        a = jax.nn.softmax(
+            jnp.where(masks[is_strict], scores, -jnp.inf), axis=-1
+        )
         h = h + jnp.einsum("bij,bjv->biv", a, h @ w["wv"]) @ w["wo"]
         h = h + jax.nn.relu(h @ w["w1"] + w["b1"]) @ w["w2"]
         if collect:
@@ -172,8 +183,16 @@ def _forward(params: dict, toks: Array, strict: tuple[bool, ...], collect: bool)
             states.append(h)
     logits = h @ params["unembedding"]
     b = toks.shape[0]
-    attn = jnp.stack(attns, 1) if attns else jnp.zeros((b, 0, n1, n1), h.dtype)
-    st = jnp.stack(states, 1) if collect else jnp.zeros((b, 0, n1, h.shape[-1]), h.dtype)
+    attn = (
+        jnp.stack(attns, 1)
+        if attns
+        else jnp.zeros((b, 0, n1, n1), h.dtype)
+    )
+    st = (
+        jnp.stack(states, 1)
+        if collect
+        else jnp.zeros((b, 0, n1, h.shape[-1]), h.dtype)
+    )
     return logits, attn, st
 
 

@@ -51,10 +51,10 @@ def counts_table(errors: dict[int, Any]) -> str:
     if any(r.shape != shape for r in rows.values()) or len(shape) != 1 or shape[0] < 2:
         raise ValueError(f"errors must hold one 1-D row of k = 0 .. k_max (k_max >= 1) per depth, "
                          f"got shapes {sorted({r.shape for r in rows.values()})}")
-    lines = [f"{'k':>2s} {'doubling':>9s} {'k + 1':>6s}" + "".join(f"   {f'L = {L}':>11s}" for L in rows)]
+    lines = [f"{'k':>2s} {'doubling':>9s} {'k + 1':>6s}" + "".join(f"  {f'L = {L}':>11s}" for L in rows)]
     for k in range(1, shape[0]):
         dbl, comp = layer_counts(k)
-        cells = "".join(f"   {e[k]:6.3f} ({'D' if L >= dbl else '-'}{'C' if L >= comp else '-'})" for L, e in rows.items())
+        cells = "".join(f"  {e[k]:6.3f} ({'D' if L >= dbl else '-'}{'C' if L >= comp else '-'})" for L, e in rows.items())
         lines.append(f"{k:2d} {dbl:9d} {comp:6d}{cells}")
     lines.append("D: depth >= doubling count; C: depth >= composition count")
     return "\n".join(lines)
@@ -102,28 +102,48 @@ def normalised_inner_product(A: Any, P: Any) -> np.ndarray:
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
 
-def pointer_similarity(attn: Any, x: Any, powers: Any = (1, 2, 3, 4)) -> tuple[list[str], np.ndarray]:
-    """Similarity of every head with every pointer map, averaged over the sequences.
+def pointer_similarity(
+    attn: Any, x: Any, powers: Any = (1, 2, 3, 4)
+) -> tuple[list[str], np.ndarray]:
+    """Similarity of every head with every pointer map, averaged over
+    the sequences.
 
     Args:
-        attn: attention weights ``(B, L, H, n, n)`` (sequences, layers, heads, queries, keys),
+        attn: attention weights ``(B, L, H, n, n)`` (sequences, layers,
+            heads, queries, keys),
             restricted to the ``n`` positions of ``x``.
         x: tokens ``(B, n)``.
         powers: the ``j`` of the maps ``find^j``.
 
     Returns:
-        (names of the maps, array ``(L, H, n_maps)`` of mean normalised inner products).
+        (names of the maps, array ``(L, H, n_maps)`` of mean normalised
+        inner products).
     """
     attn = np.asarray(attn, float)
     x = np.asarray(x)
-    if attn.ndim != 5 or x.ndim != 2 or attn.shape[0] != x.shape[0] or attn.shape[-1] != x.shape[1] \
-            or attn.shape[-2] != x.shape[1]:
-        raise ValueError(f"attn must be (B, L, H, n, n) and x (B, n) with matching B and n, "
-                         f"got {attn.shape} and {x.shape}")
+    if (
+        attn.ndim != 5
+        or x.ndim != 2
+        or attn.shape[0] != x.shape[0]
+        or attn.shape[-1] != x.shape[1]
+        or attn.shape[-2] != x.shape[1]
+    ):
+        raise ValueError(
+            "attn must be (B, L, H, n, n) and x (B, n) with matching "
+            "B and n, "
+            f"got {attn.shape} and {x.shape}"
+        )
     targets = pointer_targets(x, powers)
     names = list(targets)
-    sims = np.stack([normalised_inner_product(attn, pointer_matrices(targets[m])[:, None, None])
-                     .mean(0) for m in names], axis=-1)
+    sims = np.stack(
+        [
+            normalised_inner_product(
+                attn, pointer_matrices(targets[m])[:, None, None]
+            ).mean(0)
+            for m in names
+        ],
+        axis=-1,
+    )
     return names, sims
 
 
@@ -139,16 +159,26 @@ def best_maps(sim: Any, names: list[str]) -> list[str]:
 
 
 def strategy_of(sim: Any, names: list[str], threshold: float) -> str:
-    """Name the strategy of one model at one ``k`` from its heads' similarities.
+    """Name the strategy of one model at one ``k`` from its heads'
+    similarities.
 
-    ``sim`` is ``(L, H, n_maps)`` as returned by :func:`pointer_similarity` with ``names``.
-    The first layer builds the lookup and is not counted. ``"multi-hop"`` when a head of a
-    later layer follows a multi-hop pointer ``find^j`` (``j >= 2``, similarity above
-    ``threshold``), as doubling's layers do; else ``"composition"`` when every later layer
-    fits ``find^1`` best (:func:`best_maps`); ``"other"`` otherwise, and for one layer.
+    ``sim`` is ``(L, H, n_maps)`` as returned by
+    :func:`pointer_similarity` with ``names``.
+    The first layer builds the lookup and is not counted.
+    ``"multi-hop"`` when a head of a
+    later layer follows a multi-hop pointer ``find^j`` (``j >= 2``,
+    similarity above
+    ``threshold``), as doubling's layers do; else ``"composition"`` when
+    every later layer
+    fits ``find^1`` best (:func:`best_maps`); ``"other"`` otherwise, and
+    for one layer.
     """
     maps = best_maps(sim, names)  # checks the shape
-    multi = [i for i, name in enumerate(names) if name.startswith("find^") and name != "find^1"]
+    multi = [
+        i
+        for i, name in enumerate(names)
+        if name.startswith("find^") and name != "find^1"
+    ]
     later = np.asarray(sim, float)[1:]
     if len(later) and (later[..., multi] > threshold).any():
         return "multi-hop"

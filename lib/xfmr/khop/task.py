@@ -76,10 +76,16 @@ def find(x: Any) -> Array:
 @jax.jit
 def _find_power(x: Array, e: Array) -> Array:
     f = _find(x)
-    p0 = jnp.broadcast_to(jnp.arange(x.shape[-1], dtype=f.dtype), f.shape)
+    p0 = jnp.broadcast_to(
+        jnp.arange(x.shape[-1], dtype=f.dtype), f.shape
+    )
 
     def step(_, p):  # one hop: O(n) gather; null (-1) is absorbing
-        return jnp.where(p >= 0, jnp.take_along_axis(f, jnp.maximum(p, 0), axis=-1), NULL)
+        return jnp.where(
+            p >= 0,
+            jnp.take_along_axis(f, jnp.maximum(p, 0), axis=-1),
+            NULL,
+        )
 
     return jax.lax.fori_loop(0, e, step, p0)
 
@@ -102,7 +108,11 @@ def find_power(x: Any, e: int) -> Array:
 @jax.jit
 def _hop(x: Array, k: Array) -> Array:
     p = _find_power(x, k)
-    return jnp.where(p >= 0, jnp.take_along_axis(x, jnp.maximum(p, 0), axis=-1), BOTTOM).astype(x.dtype)
+    return jnp.where(
+        p >= 0,
+        jnp.take_along_axis(x, jnp.maximum(p, 0), axis=-1),
+        BOTTOM,
+    ).astype(x.dtype)
 
 
 def hop(x: Any, k: int) -> Array:

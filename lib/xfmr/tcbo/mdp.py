@@ -123,15 +123,20 @@ def backward_induction(edge_reward, neighbours, terminal):
     """Backward induction for the best path under rewards on moves.
 
     Args:
-        edge_reward: (H, S, A) reward for taking move a from state s at step h.
+        edge_reward: (H, S, A) reward for taking move a from state s at
+            step h.
         neighbours: (S, A) move table (-1 = no move), already validated.
-        terminal: (S,) value of ending in each state (0, or -inf to forbid an end state).
+        terminal: (S,) value of ending in each state (0, or -inf to
+            forbid an end state).
 
     Returns:
-        ``values`` (H + 1, S): values[h, s] = best total reward of the moves h..H-1 from s
-        (-inf if no feasible path), and ``policy`` (H, S) the maximising move index.
+        ``values`` (H + 1, S): values[h, s] = best total reward of the
+        moves h..H-1 from s
+        (-inf if no feasible path), and ``policy`` (H, S) the maximising
+        move index.
 
-    V_H = terminal;  V_h(s) = max_a [ r_h(s, a) + V_{h+1}(neighbours[s, a]) ] over existing moves.
+    V_H = terminal;  V_h(s) = max_a [ r_h(s, a) + V_{h+1}(neighbours[s,
+    a]) ] over existing moves.
     """
     valid = neighbours >= 0
     nb = jnp.where(valid, neighbours, 0)
@@ -140,7 +145,9 @@ def backward_induction(edge_reward, neighbours, terminal):
         q = jnp.where(valid, r_h + v_next[nb], -jnp.inf)
         return q.max(1), (q.max(1), q.argmax(1))
 
-    _, (values, policy) = jax.lax.scan(step, terminal, edge_reward, reverse=True)
+    _, (values, policy) = jax.lax.scan(
+        step, terminal, edge_reward, reverse=True
+    )
     return jnp.concatenate([values, terminal[None]], 0), policy
 
 
