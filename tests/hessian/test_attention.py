@@ -41,7 +41,10 @@ def test_flatten_roundtrip_is_row_major():
        softmax=st.booleans())
 def test_gauss_newton_split(drawn, softmax):
     (X, Y, W_Q, W_K, W_V), _ = drawn
-    tol = 1e-10 if X.dtype == np.float64 else 1e-4
+    # float32: the rounding of a score t carries eps |t| into the softmax's derivatives, so the
+    # tolerance grows with the largest score (saturated instances reach |t| ~ 100)
+    scores = attention.attention_matrix(X, W_Q, W_K, softmax=False)
+    tol = 1e-10 if X.dtype == np.float64 else 1e-4 * max(1.0, float(jnp.abs(scores).max()))
     H, H_o, H_f = attention.autodiff_hessian(X, Y, W_Q, W_K, W_V, softmax=softmax)
     assert H.dtype == X.dtype
     norm = float(jnp.linalg.norm(H)) + 1e-30
