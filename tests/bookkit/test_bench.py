@@ -1,8 +1,10 @@
 """The benchmarks' one timing helper, their isolated runs, and what their code may not do."""
 
 import ast
+import json
 import os
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,23 @@ def test_a_benchmark_leaves_settings_alone_and_runs_no_code_from_strings(path):
 def test_the_settings_check_detects():
     tree = ast.parse("import jax\njax.config.update('jax_enable_x64', True)\nexec('x = 1')\n")
     assert {"jax.config.update", "exec"} <= _calls(tree)
+
+
+def test_only_keeps_the_other_groups_rows_with_the_date_they_were_measured(tmp_path, monkeypatch):
+    from bookkit.bench import __main__ as bench_main
+
+    out = tmp_path / "benchmarks.json"
+    out.write_text(json.dumps({"date": "2020-01-02", "machine": {}, "rows": [
+        {"group": "old", "benchmark": "undated"},
+        {"group": "old", "date": "2019-05-06", "benchmark": "dated"},
+        {"group": "new", "benchmark": "replaced"}]}))
+
+    def bench_one():
+        return [{"benchmark": "fresh"}]
+
+    monkeypatch.setattr(bench_main, "discover", lambda only: [("new", bench_one)])
+    assert bench_main.main(["--out", str(out), "--only", "new"]) == 0
+    rows = {r["benchmark"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"undated", "dated", "fresh"}
+    assert rows["undated"]["date"] == "2020-01-02" and rows["dated"]["date"] == "2019-05-06"
+    assert rows["fresh"]["date"] == date.today().isoformat()

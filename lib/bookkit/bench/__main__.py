@@ -47,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", help="run only this module of bookkit.bench (rows of the others are kept)")
     args = parser.parse_args(argv)
-    previous = json.loads(args.out.read_text())["rows"] if args.only and args.out.exists() else []
-    rows = [r for r in previous if r.get("group") != args.only]
+    previous = json.loads(args.out.read_text()) if args.only and args.out.exists() else {"rows": []}
+    # a kept row without its own date was measured on the date of the table it was kept from
+    rows = [{"date": previous["date"], **r} if "date" not in r else r
+            for r in previous["rows"] if r.get("group") != args.only]
     for group, function in discover(args.only):
         print(f"bench: {group}.{function.__name__} ...", flush=True)
         start = time.perf_counter()

@@ -66,3 +66,28 @@ def bench_lanczos_block(sizes=(32, 64, 128), dense_max: int = 64) -> list[dict]:
                          "note": f"P HVPs + eigvalsh; lambda_max {top:.4e}, Lanczos relative error "
                                  f"{abs(lam[0] - top) / abs(top):.1e}"})
     return rows
+
+
+SLQ_PROBES, SLQ_STEPS = 10, 100  # Zhang et al.'s setting (their code: 10 probes, 100 Lanczos steps)
+
+
+def bench_all_block_slq(d_model: int = 128) -> list[dict]:
+    """Seconds of the SLQ spectra of every block of the paper-size GPT (one layer, batch 64,
+    float64) in Zhang et al.'s setting, all blocks in one compiled program
+    (:func:`xfmr.optimisers.blockwise.block_spectra`), and the JS^0 score from them."""
+    from xfmr.optimisers.blockwise import block_spectra
+    from xfmr.optimisers.heterogeneity import block_densities, common_grid, heterogeneity_score
+
+    paths = [("embed", "W_E"), ("embed", "W_pos"),
+             *[("blocks", 0, "attn", n) for n in ("W_Q", "W_K", "W_V", "W_O")],
+             ("blocks", 0, "mlp", "W_in"), ("blocks", 0, "mlp", "W_out"), ("unembed", "W_U")]
+    with jax.enable_x64(True):
+        loss, params, tokens = _problem(d_model)
+        timing, res = measure_once(lambda: block_spectra(
+            loss, params, paths, jax.random.key(0), SLQ_PROBES, SLQ_STEPS, tokens))
+    score = heterogeneity_score(block_densities(res, common_grid(res)))
+    return [{"benchmark": "SLQ spectra of every block (9 blocks), JS^0 setting",
+             "size": f"d_model {d_model}, 1 layer, batch 64, {SLQ_PROBES} probes x {SLQ_STEPS} "
+                     "Lanczos steps per block, float64",
+             **timing.fields(), "goal": "<= 60 s on 2 cores",
+             "note": f"JS^0 of these spectra {score:.3f}"}]
