@@ -81,9 +81,9 @@ book: execute html
 	$(PY) -m bookkit.book.browser_check --site $(HTML_DIR) --layout-only
 	@echo "book: $(HTML_DIR)/index.html"
 
-# --dist loadfile: each test module runs in one worker, so a module's JAX programs compile once
-# (with the default distribution both workers compile most of them: 340 s against 390-410 s
-# on a fresh clone with an empty compilation cache, 2 cores).
+# --dist loadfile: each test module runs in one worker, so a module's JAX programs compile in
+# one process only (on a fresh clone with an empty compilation cache, 2 cores: 340-371 s
+# against 377-411 s with the default distribution; a small gain, within the runs' spread).
 unit: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile
 
