@@ -6,7 +6,8 @@ PFNs4BO (Mueller et al., ICML 2023) trains 12 layers of width 512 for about 50,0
 :func:`paper_config` is the PFN paper's depth and width with 4 heads and 1,000 buckets, on this
 book's 1-D datasets; :func:`paper_seconds_per_step` measures one training step of it on this
 machine (:func:`seconds_per_step`), and :func:`paper_cost_text` turns it into the pages'
-sentence, which names the model and the data it was timed on.
+sentence, which names the model and the data it was timed on; :func:`paper_cost_report` does
+both for a page's own model.
 Tooling, not a kernel: it times, and it writes prose.
 """
 
@@ -21,9 +22,10 @@ from xfmr.bayesopt import bar
 from xfmr.bayesopt.pfn_model import PFNConfig, init_params
 from xfmr.bayesopt.pfn_prior import gp_dataset_sampler
 from xfmr.bayesopt.pfn_train import query_nll
-from xfmr.core.validate import check_int
+from xfmr.core.validate import check_instance, check_int
 
-__all__ = ["seconds_per_step", "paper_config", "PAPER_PROBE_POINTS", "paper_seconds_per_step", "paper_cost_text"]
+__all__ = ["seconds_per_step", "paper_config", "PAPER_PROBE_POINTS", "paper_seconds_per_step", "paper_cost_text",
+           "paper_cost_report"]
 
 
 def seconds_per_step(config: PFNConfig, borders, batch: int, *, probe_batch: int = 2, repeats: int = 2) -> float:
@@ -95,3 +97,14 @@ def paper_cost_text(per_step: float, n_layers: int, batch: int, page_per_step: f
             f"on 1-D datasets of {n_points} points: {per_step:.1f} CPU-s per step\n"
             f"at batch {batch} (this page's model: {page_per_step:.2f});\n"
             f"{n_steps:,} steps = {per_step * n_steps / 3600:.1f} CPU-hours on this machine")
+
+
+def paper_cost_report(n_layers: int, config: PFNConfig, batch: int, scale: float, page_per_step: float) -> str:
+    """:func:`paper_cost_text` of :func:`paper_seconds_per_step`, for a page whose own PFN is
+    ``config`` trained at ``batch`` datasets in ``page_per_step`` CPU-s per step: the paper
+    model with ``n_layers`` layers is timed on datasets of the page's ``config.n_points``
+    points (context up to ``config.max_context``), ``scale`` the target scale of its buckets."""
+    check_instance(config, "config", PFNConfig)
+    per_step = paper_seconds_per_step(n_layers, max_context=config.max_context, n_points=config.n_points,
+                                      batch=batch, scale=scale)
+    return paper_cost_text(per_step, n_layers, batch, page_per_step, n_points=config.n_points)

@@ -48,3 +48,19 @@ def test_paper_probe_times_one_program_and_scales_to_the_callers_points(monkeypa
         "on 1-D datasets of 40 points: 2.0 CPU-s per step\n"
         "at batch 16 (this page's model: 0.05);\n"
         "1,000 steps = 0.6 CPU-hours on this machine")
+
+
+def test_the_report_times_the_paper_model_on_the_pages_points_and_batch(monkeypatch):
+    seen = []
+
+    def fake(n_layers, *, max_context, n_points, batch, scale):
+        seen.append((n_layers, max_context, n_points, batch, scale))
+        return 2.0
+
+    monkeypatch.setattr(pfn_cost, "paper_seconds_per_step", fake)
+    cfg = pfn_model.PFNConfig(d_model=8, n_heads=2, n_layers=1, d_ff=8, n_buckets=5, max_context=20, n_points=30)
+    report = pfn_cost.paper_cost_report(6, cfg, 16, 1.5, 0.05)
+    assert seen == [(6, 20, 30, 16, 1.5)]
+    assert report == pfn_cost.paper_cost_text(2.0, 6, 16, 0.05, n_points=30)
+    with pytest.raises(TypeError, match="config"):
+        pfn_cost.paper_cost_report(6, cfg._asdict(), 16, 1.5, 0.05)
