@@ -23,8 +23,9 @@ endif
 HTML_DIR := $(SITE_ROOT)/_build/html
 
 # Determinism and quiet batch runs (CPU JAX, fixed thread counts, hash seed, no progress bars,
-# JAX's compilation cache): the settings of lib/bookkit/environment.py, which the one-page
-# executor, `make lab` and the tests apply too; each NAME=value it prints is exported here.
+# XLA's options at their defaults, JAX's compilation cache): the settings of
+# lib/bookkit/environment.py, which the one-page executor, `make lab` and the tests apply too
+# (the tests with XLA's backend at optimisation level 0); each NAME=value it prints is exported here.
 # (Notebook kernels draw with the inline backend: see bookkit.book.execute.INLINE_BACKEND.)
 BOOK_ENVIRONMENT := $(shell PYTHONPATH=$(CURDIR)/lib $(or $(PYTHON),python3) -m bookkit.environment $(CURDIR))
 $(if $(BOOK_ENVIRONMENT),,$(warning no Python ran lib/bookkit/environment.py: the book's process settings are not set))
@@ -63,9 +64,13 @@ setup:
 		echo "setup: creating $(VENV) with it$${have:+ (it had Python $${have##* })}"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
 	@$(MAKE) --no-print-directory $(STAMP)
 
+# --no-compile: pip does not byte-compile every module it installs (on 2 cores 35 s instead of
+# 72 s); Python writes the bytecode of the modules that are imported, once, on first import.
+# For that, make's commands run without PYTHONDONTWRITEBYTECODE where the shell sets it.
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): requirements.lock pyproject.toml
 	@echo "setup: installing requirements.lock into $(VENV) ($$($(PY) --version))"
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
@@ -84,6 +89,8 @@ book: execute html
 # --dist loadfile: each test module runs in one worker, so a module's JAX programs compile in
 # one process only (on a fresh clone with an empty compilation cache, 2 cores: 340-371 s
 # against 377-411 s with the default distribution; a small gain, within the runs' spread).
+# The tests compile at XLA's backend optimisation level 0 (tests/conftest.py; see
+# lib/bookkit/environment.py): about a quarter less time, mostly compilation.
 unit: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile
 
@@ -103,14 +110,16 @@ nbval: setup
 browser: setup
 	$(PY) -m bookkit.book.browser_check --site $(HTML_DIR) --screenshot _build/front-page.png
 
-# After the ci pages are executed, nbval (two kernels) runs beside the site build and browser
-# check (one process each, single-threaded): both cores stay busy; each step's output is
-# printed whole when it ends (--output-sync).
+# The unit tests (two workers) run beside the execution of the ci pages (two kernels), then
+# nbval (two kernels) beside the site build and browser check (one process each; the browser
+# mostly waits for pages to render). Each step alone leaves part of a core idle (a last long
+# test module or page, compilation between runs); side by side they keep both cores busy.
+# Each step's output is printed whole when it ends (--output-sync); a failing step fails the
+# target.
 test: PROFILE := ci
 test: setup
 	$(MAKE) --no-print-directory format-check
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory execute PROFILE=ci
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit execute PROFILE=ci
 	$(MAKE) --no-print-directory -j2 --output-sync=target nbval site-checked PROFILE=ci
 
 # The site built from the executed pages, then checked in the browser (in this order).

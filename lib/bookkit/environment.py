@@ -28,11 +28,27 @@ on the machine or on the process that runs it:
   program takes over a second of wall time: whether it appears depends on the machine's
   load, not on the result (``cross_entropy/conditionals`` on a busy 2-core machine).
   Python exceptions are unaffected.
+- ``XLA_FLAGS`` empty: XLA's compiler options at their defaults, whatever the shell had set
+  (an option such as the optimisation level changes roundings; see the unit tests' setting
+  below).
 - ``JAX_COMPILATION_CACHE_DIR`` (``_build/jax-cache`` of the repository) and
   ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0``: JAX's persistent compilation cache. nbval
   re-executes the pages that the executor has just run, and the unit tests, pages and profiles
   share many functions; a compiled function is loaded instead of compiled again (keyed by its
   program and the compiler version: the same results).
+
+The unit tests add :data:`TEST_SETTINGS` (``settings(root, tests=True)``, applied by
+``tests/conftest.py``): ``XLA_FLAGS=--xla_backend_optimization_level=0``, XLA's CPU backend
+without LLVM's optimisation passes. The tests check small cases, whose time is mostly
+compilation: on a fresh clone (empty compilation cache, 2 cores) the suite took 380 s at the
+default level and 284 s at level 0. The programs compute the same mathematics; their roundings
+may differ (fusion and vectorisation change), which the tests' tolerances allow. One
+difference found a fragile gradient: ``h.max``'s gradient counts the positions equal to the
+maximum by comparing ``h``, recomputed in another kernel, with it, and that count came out 0
+(``xfmr.causal.amortised`` now pools with an argmax). The pages (every profile) compile at the
+default level: level 0 slows their training and moved one borderline ci verdict
+(``pfn_bayesopt.pfn_minus_gp_forrester_area``), so a page's numbers are always the default
+compiler's.
 """
 
 from __future__ import annotations
@@ -56,26 +72,34 @@ SETTINGS = {
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     "TF_CPP_MIN_LOG_LEVEL": "3",
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "XLA_FLAGS": "",
 }
 
 
-def settings(root: str | os.PathLike) -> dict[str, str]:
-    """The environment variables of a run in the repository at ``root``: :data:`SETTINGS` and
-    the compilation cache ``<root>/_build/jax-cache``."""
-    return {**SETTINGS, "JAX_COMPILATION_CACHE_DIR": str(Path(root).resolve() / CACHE_DIR)}
+# The unit tests' compiler setting (see the module's docstring); pages never get it.
+TEST_SETTINGS = {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
 
 
-def apply(root: str | os.PathLike, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+def settings(root: str | os.PathLike, *, tests: bool = False) -> dict[str, str]:
+    """The environment variables of a run in the repository at ``root``: :data:`SETTINGS`,
+    the compilation cache ``<root>/_build/jax-cache`` and, for the unit tests (``tests``),
+    :data:`TEST_SETTINGS`."""
+    values = {**SETTINGS, "JAX_COMPILATION_CACHE_DIR": str(Path(root).resolve() / CACHE_DIR)}
+    return {**values, **TEST_SETTINGS} if tests else values
+
+
+def apply(root: str | os.PathLike, environ: MutableMapping[str, str] | None = None, *,
+          tests: bool = False) -> dict[str, str]:
     """Set :func:`settings` in ``environ`` (default ``os.environ``, which every process started
     afterwards inherits); returns the variables whose value changed, with their old values
-    (``""`` where unset).
+    (``""`` where unset). ``tests``: the unit tests' settings (:data:`TEST_SETTINGS` too).
 
     Thread counts and the platform take effect in processes started afterwards (the kernels)
     and in this one only if numpy and jax are imported after the call.
     """
     environ = os.environ if environ is None else environ
     changed = {}
-    for name, value in settings(root).items():
+    for name, value in settings(root, tests=tests).items():
         if environ.get(name) != value:
             changed[name] = environ.get(name, "")
             environ[name] = value

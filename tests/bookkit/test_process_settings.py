@@ -68,3 +68,10 @@ def test_the_one_page_executor_gives_its_kernel_the_settings(tmp_path, monkeypat
         "assert {k: os.environ.get(k) for k in expected} == expected\n```\n")
     monkeypatch.chdir(tmp_path)
     assert execute.main(["--out", str(tmp_path / "out"), "--page", "book/page.md", "--jobs", "1"]) == 0
+
+
+def test_the_unit_tests_compile_at_level_zero_and_pages_at_the_default(tmp_path):
+    pages, tests = environment.settings(tmp_path), environment.settings(tmp_path, tests=True)
+    assert pages["XLA_FLAGS"] == ""  # a shell's XLA options never reach a page
+    assert tests == {**pages, "XLA_FLAGS": "--xla_backend_optimization_level=0"}
+    assert os.environ["XLA_FLAGS"] == tests["XLA_FLAGS"]  # tests/conftest.py applied it here

@@ -112,6 +112,19 @@ def _block(p: dict, h: jax.Array, n_heads: int) -> jax.Array:
     return h + _mlp(p["mlp"], layer_norm(h, p["ln2"]))
 
 
+def _max_pool(h: jax.Array) -> jax.Array:
+    """``h (..., n, d, D)`` -> its maximum over the samples, ``(..., d, D)``.
+
+    The value is ``h.max(-3)``; the gradient goes to the first position of the maximum.
+    (``h.max``'s own gradient divides by the number of positions equal to the maximum,
+    found by comparing ``h`` with it; where XLA computes ``h`` twice, in two fused kernels
+    whose roundings differ, that count can be 0 and the gradient NaN: seen when the
+    backend compiles without optimisation.)
+    """
+    first = jnp.argmax(h, axis=-3)[..., None, :, :]
+    return jnp.take_along_axis(h, first, axis=-3)[..., 0, :, :]
+
+
 def _forward(params: dict, X: jax.Array, config: Config) -> jax.Array:
     """``X (..., n, d)`` -> logits ``(..., d, d)``."""
     h = _mlp(params["embed"], X[..., None])  # (..., n, d, D)
@@ -128,7 +141,8 @@ def _forward(params: dict, X: jax.Array, config: Config) -> jax.Array:
             -2,
         )
     h = layer_norm(h, params["ln_out"])
-    z = h.max(-3) if config.pool == "max" else h.mean(-3)  # (..., d, D)
+    # pooled over the samples: (..., d, D)
+    z = _max_pool(h) if config.pool == "max" else h.mean(-3)
     e = params["edges"]
     u, v = dense(z, e["W_U"], e["b_U"]), dense(z, e["W_V"], e["b_V"])
     return (
