@@ -249,3 +249,47 @@ def test_all_block_top_eigenvalues_match_dense_blocks():
         start += n
         # (b_K has an exactly zero block: softmax ignores a shift common to all keys)
         assert abs(l - ev.max()) < 1e-8 * np.abs(H).max(), (p, l, ev.max())
+
+
+def test_block_and_masked_routes_give_the_same_runs():
+    """The block-coordinate route (block_spectra, block_top_eigenvalues) and the masked route
+    (all_block_top_eigenvalues, block_rates) run Lanczos from the same starts on the same
+    operator H_bb: for blocks larger than the number of steps the same nodes, weights and
+    bounds up to rounding; for a block smaller than it (b_V, 4 coordinates, resolved exactly)
+    the same quadrature measure (moments) and top node. (The masked route's extra steps there
+    run on rounding noise and may add nodes of weight near zero; the block route stops at
+    P_b steps.)"""
+    from xfmr.optimisers.blockwise import _block_runs, _masked_runs
+
+    loss, params, tokens = _gpt_loss()
+    paths = [("blocks", 0, "attn", "W_Q"), ("embed", "W_E"), ("blocks", 0, "attn", "b_V")]
+    key = jax.random.key(5)
+    steps = 10  # fewer than W_Q's 16 and W_E's 48 coordinates, more than b_V's 4
+    theta_b, w_b, bound_b = (np.asarray(x) for x in _block_runs(loss, params, paths, key, 3, steps, tokens))
+    theta_m, w_m, bound_m = (np.asarray(x) for x in _masked_runs(loss, params, paths, key, 3, steps, tokens))
+    assert theta_b.shape == theta_m.shape == (3, 3, steps) and bound_b.shape == (3, 3)
+    scale = np.abs(theta_m).max()
+    np.testing.assert_allclose(theta_b[:2], theta_m[:2], atol=1e-9 * scale)
+    np.testing.assert_allclose(w_b[:2], w_m[:2], atol=1e-8)
+    np.testing.assert_allclose(bound_b[:2], bound_m[:2], atol=1e-8 * scale)
+    for p in range(4):
+        np.testing.assert_allclose((w_b[2] * theta_b[2] ** p).sum(-1), (w_m[2] * theta_m[2] ** p).sum(-1),
+                                   rtol=1e-8, atol=1e-10 * scale ** p)
+    np.testing.assert_allclose(theta_b[2].max(-1), theta_m[2].max(-1), rtol=1e-9)
+    lam, _ = block_top_eigenvalues(loss, params, paths, key, steps, tokens)
+    np.testing.assert_allclose(lam, theta_b[:, 0].max(-1), rtol=1e-12)
+
+
+def test_route_is_checked_and_auto_picks_by_size():
+    from xfmr.optimisers import blockwise
+
+    loss, params, tokens = _gpt_loss()
+    path = [("blocks", 0, "attn", "W_Q")]
+    with pytest.raises(ValueError, match="route"):
+        block_spectra(loss, params, path, jax.random.key(0), 1, 4, tokens, route="fast")
+    assert blockwise._route_runs("auto", params) is blockwise._masked_runs
+    big = {"w": jnp.zeros((blockwise.BLOCK_ROUTE_MIN_PARAMS,))}
+    assert blockwise._route_runs("auto", big) is blockwise._block_runs
+    a = block_spectra(loss, params, path, jax.random.key(0), 2, 6, tokens, route="block")[0]
+    b = block_spectra(loss, params, path, jax.random.key(0), 2, 6, tokens, route="masked")[0]
+    np.testing.assert_allclose(a.nodes, b.nodes, atol=1e-9 * np.abs(b.nodes).max())

@@ -8,7 +8,7 @@ Block ``b`` (a leaf of the parameter pytree) gets the rate
     \\max_{b'} \\lambda_{\\max}(H_{b'b'}),\\ \\tau \\max_{b'} \\lambda_{\\max}(H_{b'b'})\\big)},
 
 with ``lambda_max`` the top Ritz value of ``n_steps`` Lanczos steps on the block (float64,
-:func:`xfmr.optimisers.blockwise._masked_runs`' operator), ``epsilon`` = ``floor_ratio``
+:func:`xfmr.optimisers.blockwise.masked_program`), ``epsilon`` = ``floor_ratio``
 and ``tau = 1e-12`` a numerical guard (so that ``floor_ratio = 0`` leaves every rate to its
 block's curvature but a block of zero curvature does not get an infinite step).
 
