@@ -158,12 +158,12 @@ def _block_runs(loss, params, paths, key, n_probes: int, n_steps: int, batch):
     all_paths = leaf_paths(params)
     blocks = tuple(all_paths.index(tuple(p)) for p in paths)
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    m = min(n_steps, max(int(np.prod(leaves[b].shape)) for b in blocks))
+    sizes = [int(np.prod(x.shape)) for x in leaves]
+    m = min(n_steps, max(sizes[b] for b in blocks))
     spec = tuple((tuple(x.shape), jnp.dtype(x.dtype).name) for x in leaves)
-    P = sum(int(np.prod(x.shape)) for x in leaves)
-    offsets = np.concatenate([[0], np.cumsum([int(np.prod(x.shape)) for x in leaves])])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
     dtype = jnp.result_type(*leaves)
-    starts = [_probe_draws(key, i, n_probes, P, dtype)[:, offsets[b]:offsets[b + 1]]
+    starts = [_probe_draws(key, i, n_probes, int(offsets[-1]), dtype)[:, offsets[b]:offsets[b + 1]]
               for i, b in enumerate(blocks)]
     runs = [block_program(loss, treedef, spec, b, m)(leaves, batch, q0)
             for b, q0 in zip(blocks, starts)]
@@ -177,20 +177,12 @@ def block_program(loss, treedef, spec: tuple, block: int, m: int):
     compiled once per (loss, parameter structure, block, m) and reused across seeds and
     checkpoints. (The blocks are separate programs: with eight or more blocks' loops in one
     program, XLA's CPU runtime hung without using the CPU.)"""
-    shape = spec[block][0]
-    steps = min(m, int(np.prod(shape)))
+    steps = min(m, int(np.prod(spec[block][0])))
 
     @jax.jit
     def run(leaves, batch, starts):
-        def f(t):
-            return loss(jax.tree_util.tree_unflatten(
-                treedef, [t if i == block else x for i, x in enumerate(leaves)]), batch)
-
-        g = jax.grad(f)
-
-        def matvec(v):
-            return jax.jvp(g, (leaves[block],), (v.reshape(shape),))[1].reshape(-1)
-
+        params = jax.tree_util.tree_unflatten(treedef, leaves)
+        matvec, _ = block_hvp(loss, params, leaf_paths(params)[block], batch)
         theta, w, bound = jax.vmap(lambda q: _ritz_summary(*lanczos(matvec, q, steps)))(starts)
         pad = m - steps
         theta = jnp.concatenate([theta, jnp.repeat(theta.max(-1, keepdims=True), pad, -1)], -1)
