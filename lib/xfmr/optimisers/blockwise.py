@@ -47,7 +47,7 @@ import optax
 from xfmr.experiments.curvature import get_path, set_path
 from jax.flatten_util import ravel_pytree
 
-from xfmr.optimisers.lanczos import SLQResult, lanczos
+from xfmr.optimisers.lanczos import SLQResult, lanczos_probes
 from xfmr.core.validate import check_callable, check_int
 
 __all__ = ["BLOCK_ROUTE_MIN_PARAMS", "leaf_paths", "block_program", "masked_program", "block_hvp", "block_spectra", "block_top_eigenvalues",
@@ -149,7 +149,7 @@ def _block_runs(loss, params, paths, key, n_probes: int, n_steps: int, batch):
     forward-over-reverse product of :func:`block_hvp` (the gradient with respect to that
     leaf only), so neither the products nor the reorthogonalisation touch the other
     ``P - P_b`` coordinates. One compiled program per block (:func:`block_program`), the
-    blocks one after the other, the probes of a block together (``vmap``). Probe ``s`` of
+    blocks one after the other, the probes of a block together (:func:`lanczos_probes`). Probe ``s`` of
     block ``i`` starts from :func:`_probe_draws` restricted to the block's coordinates. A block smaller than
     ``m = min(n_steps, max P_b)`` is resolved exactly in ``P_b`` steps and padded with nodes
     of weight zero. Returns ``theta, w, bound`` of shape ``(n_blocks, n_probes, m)``,
@@ -183,7 +183,7 @@ def block_program(loss, treedef, spec: tuple, block: int, m: int):
     def run(leaves, batch, starts):
         params = jax.tree_util.tree_unflatten(treedef, leaves)
         matvec, _ = block_hvp(loss, params, leaf_paths(params)[block], batch)
-        theta, w, bound = jax.vmap(lambda q: _ritz_summary(*lanczos(matvec, q, steps)))(starts)
+        theta, w, bound = jax.vmap(_ritz_summary)(*lanczos_probes(matvec, starts, steps))
         pad = m - steps
         theta = jnp.concatenate([theta, jnp.repeat(theta.max(-1, keepdims=True), pad, -1)], -1)
         return theta, jnp.pad(w, ((0, 0), (0, pad))), bound
@@ -209,10 +209,11 @@ def masked_program(loss, treedef, spec: tuple, m: int):
         g = jax.grad(lambda w: loss(unravel(w), batch))
 
         def one(mask, q0):
-            return _ritz_summary(*lanczos(lambda v: mask * jax.jvp(g, (flat,), (mask * v,))[1],
-                                          q0, m))
+            alpha, beta = lanczos_probes(lambda v: mask * jax.jvp(g, (flat,), (mask * v,))[1],
+                                         q0, m)
+            return jax.vmap(_ritz_summary)(alpha, beta)
 
-        return jax.lax.map(lambda ms: jax.vmap(lambda q: one(ms[0], q))(ms[1]), (masks, starts))
+        return jax.lax.map(lambda ms: one(*ms), (masks, starts))
 
     return run
 

@@ -9,8 +9,9 @@ Lanczos with ``m`` steps from a unit vector ``q_1`` builds an orthonormal basis
 
     A q_j = \\beta_{j-1} q_{j-1} + \\alpha_j q_j + \\beta_j q_{j+1}.
 
-Here every new vector is re-orthogonalised against all previous ones (twice, "full
-reorthogonalisation"), so that in floating point the Ritz values do not repeat.
+Here every new vector is re-orthogonalised against all previous ones ("full
+reorthogonalisation": once, and a second time where the first projection removed much of it),
+so that in floating point the Ritz values do not repeat.
 
 Quadrature. With ``T = S diag(theta) S^T``, nodes ``theta_k`` and weights
 ``w_k = S_{1k}^2`` (summing to one) form the Gauss quadrature of the spectral measure of
@@ -40,7 +41,7 @@ import numpy as np
 
 from xfmr.core.validate import check_array, check_int, check_real
 
-__all__ = ["lanczos", "ritz", "SLQResult", "slq", "slq_moments", "slq_density",
+__all__ = ["lanczos", "lanczos_probes", "ritz", "SLQResult", "slq", "slq_moments", "slq_density",
            "top_eigenvalue"]
 
 
@@ -50,7 +51,7 @@ def lanczos(
     n_steps: int,
 ):
     """``n_steps`` Lanczos steps with full reorthogonalisation from
-    ``q0`` (any nonzero vector).
+    ``q0`` (any nonzero vector): :func:`lanczos_probes` with one start.
 
     Args:
         matvec: ``v (P,) -> A v (P,)`` for a symmetric ``A``; traced
@@ -67,27 +68,71 @@ def lanczos(
         nodes of weight zero.
     """
     q0 = check_array(q0, "q0", ndim=1)
-    P = q0.shape[0]
+    alpha, beta = lanczos_probes(matvec, q0[None], n_steps)
+    return alpha[0], beta[0]
+
+
+# DGKS: a second projection when the first one shrank w below this fraction of its norm.
+REORTH_RATIO = 1 / np.sqrt(2)
+
+
+def lanczos_probes(
+    matvec: Callable[[jax.Array], jax.Array],
+    starts: jax.Array,
+    n_steps: int,
+):
+    """:func:`lanczos` from ``B`` starts at once, on the same operator.
+
+    Each new vector ``w`` (``B`` of them) is projected off the basis
+    built so far, ``w <- w - Q^T (Q w)``; a second projection follows
+    only when the first shrank some ``|w|`` below ``|w| / sqrt(2)``
+    (the criterion of Daniel, Gragg, Kaufman and Stewart 1976: where it
+    does not, one projection has already made ``w`` orthogonal to the
+    basis to working precision). The projections read the whole basis,
+    ``B x m x P`` numbers, and are what a step costs beside ``matvec``
+    when ``P`` is large; the test is one for all ``B`` starts, so that
+    it stays a branch (and the skipped projection is not computed)
+    rather than becoming a select under ``vmap``.
+
+    Args:
+        matvec: ``v (P,) -> A v (P,)`` (one vector; mapped over the
+        starts with ``vmap``).
+        starts: ``(B, P)``, each row nonzero (normalised here).
+        n_steps: ``m``, with ``1 <= m <= P``.
+
+    Returns:
+        ``(alpha (B, m), beta (B, m))``, row ``s`` that of
+        :func:`lanczos` from ``starts[s]`` to rounding (a start may get
+        the second projection because another start needed it).
+    """
+    starts = check_array(starts, "starts", ndim=2)
+    B, P = starts.shape
     m = check_int(n_steps, "n_steps", minimum=1, maximum=P)
-    dtype = q0.dtype
-    q = q0 / jnp.linalg.norm(q0)
-    Q = jnp.zeros((m, P), dtype)
+    dtype = starts.dtype
+    q = starts / jnp.linalg.norm(starts, axis=1, keepdims=True)
+    Q = jnp.zeros((B, m, P), dtype)
     # relative breakdown threshold
     eps = jnp.asarray(jnp.finfo(dtype).eps, dtype) * 10
+    apply = jax.vmap(matvec)
+
+    def project(Q, w):
+        return w - jnp.einsum("bmp,bm->bp", Q, jnp.einsum("bmp,bp->bm", Q, w))
 
     def body(j, state):
         Q, q, q_prev, beta_prev, alpha, beta, scale = state
-        Q = Q.at[j].set(q)
-        w = matvec(q)
-        a = jnp.vdot(q, w)
-        w = w - a * q - beta_prev * q_prev
-        for _ in range(2):  # full reorthogonalisation, twice
-            w = w - Q.T @ (Q @ w)
-        b = jnp.linalg.norm(w)
+        Q = Q.at[:, j].set(q)
+        w = apply(q)
+        a = jnp.sum(q * w, axis=1)
+        w = w - a[:, None] * q - beta_prev[:, None] * q_prev
+        before = jnp.linalg.norm(w, axis=1)
+        w = project(Q, w)
+        shrank = jnp.any(jnp.linalg.norm(w, axis=1) < REORTH_RATIO * before)
+        w = jax.lax.cond(shrank, project, lambda Q, w: w, Q, w)
+        b = jnp.linalg.norm(w, axis=1)
         scale = jnp.maximum(scale, jnp.abs(a) + b)
         ok = b > eps * scale
         q_next = jnp.where(
-            ok, w / jnp.where(ok, b, 1), jnp.zeros_like(w)
+            ok[:, None], w / jnp.where(ok, b, 1)[:, None], 0
         )
         b = jnp.where(ok, b, 0)
         return (
@@ -95,8 +140,8 @@ def lanczos(
             q_next,
             q,
             b,
-            alpha.at[j].set(a),
-            beta.at[j].set(b),
+            alpha.at[:, j].set(a),
+            beta.at[:, j].set(b),
             scale,
         )
 
@@ -104,10 +149,10 @@ def lanczos(
         Q,
         q,
         jnp.zeros_like(q),
-        jnp.zeros((), dtype),
-        jnp.zeros((m,), dtype),
-        jnp.zeros((m,), dtype),
-        jnp.zeros((), dtype),
+        jnp.zeros((B,), dtype),
+        jnp.zeros((B, m), dtype),
+        jnp.zeros((B, m), dtype),
+        jnp.zeros((B,), dtype),
     )
     out = jax.lax.fori_loop(0, m, body, init)
     return out[4], out[5]
