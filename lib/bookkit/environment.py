@@ -37,16 +37,11 @@ on the machine or on the process that runs it:
   share many functions; a compiled function is loaded instead of compiled again (keyed by its
   program and the compiler version: the same results).
 
-What these settings do not fix is the vector instructions that XLA (and YNNPACK, to which it
-hands matrix products), OpenBLAS and numpy pick for the machine at run time: an AVX-512
-kernel rounds differently from an AVX2 one, and a few borderline ledger verdicts move with
-it (the same commit gave ``lab.lake_ei_path_minus_tcbo`` -0.074, undecided, on an AMD EPYC
-with AVX-512 and -0.144, not supported, on one without). The ledger is that of the AVX-512
-machine. Capping at AVX2 (``--xla_cpu_max_isa=AVX2`` with XLA's YNNPACK fusions off,
-``OPENBLAS_CORETYPE=Haswell``, numpy's AVX-512 paths off through
-``NPY_DISABLE_CPU_FEATURES``) was tried: it moved about a dozen other verdicts, and that it
-makes the two machines agree was not shown, so it is not set (the execution page says more
-and prints the machine's instructions).
+What these settings do not fix is the vector instructions that XLA (with YNNPACK), OpenBLAS
+and numpy pick for the machine at run time; a few borderline ledger verdicts move between an
+AVX-512 and an AVX2 machine, and the ledger is that of the AVX-512 one. Capping at AVX2 was
+tried and not kept; the execution page (``book/about/execution.md``) gives the measurements
+and prints the machine's instructions.
 
 The unit tests add :data:`TEST_SETTINGS` (``settings(root, tests=True)``, applied by
 ``tests/conftest.py``): ``XLA_FLAGS=--xla_backend_optimization_level=0``, XLA's CPU backend
